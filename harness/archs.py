@@ -1,0 +1,58 @@
+"""Per-architecture facts: toolchain, kernel image, QEMU parameters.
+
+Data only, in the style of kunit_tool's qemu_configs/: one frozen record per
+arch, with a why-comment where a value is not obvious.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str               # matrix.yaml spelling
+    kernel_arch: str        # ARCH= for kbuild
+    cross_compile: str      # CROSS_COMPILE= ('' for native)
+    image: str              # kernel image, relative to the build directory
+    image_target: str       # make target producing it
+    debian_arch: str        # dpkg architecture of the guest userland
+    qemu: str               # emulator binary
+    machine: str
+    cpu: str
+    console: str            # console= device in the guest
+    extra_qemu_args: tuple[str, ...] = ()
+
+    @property
+    def cc(self) -> str:
+        return f"{self.cross_compile}gcc"
+
+
+ARCHS: dict[str, Arch] = {
+    "x86_64": Arch(
+        name="x86_64",
+        kernel_arch="x86",
+        cross_compile="",
+        image="arch/x86/boot/bzImage",
+        image_target="bzImage",
+        debian_arch="amd64",
+        qemu="qemu-system-x86_64",
+        # The kernels have no ACPI: 'reboot -f' plus -no-reboot is what makes
+        # QEMU exit (a poweroff would leave it running until the timeout).
+        machine="pc",
+        cpu="max",
+        console="ttyS0",
+    ),
+    "aarch64": Arch(
+        name="aarch64",
+        kernel_arch="arm64",
+        cross_compile="aarch64-linux-gnu-",
+        image="arch/arm64/boot/Image",
+        image_target="Image",
+        debian_arch="arm64",
+        qemu="qemu-system-aarch64",
+        machine="virt",
+        # 'max' gives TCG every feature the 6.1 kernel may probe for.
+        cpu="max",
+        console="ttyAMA0",
+    ),
+}

@@ -1,0 +1,236 @@
+"""Kernel source, patches, configuration and compilation.
+
+Layout under the build directory:
+  src/linux-source-6.1/          pristine tree, extracted from Debian's tarball
+  src/linux-<variant>/           hard-linked copy with the variant's patches
+  kernel/<arch>-<variant>/       out-of-tree (O=) build
+A variant whose patch list equals an earlier variant's shares that variant's
+tree and build (kernel/<arch>-<variant> is then a symlink), so an empty
+kernel-patches/series costs nothing.  Every step is skipped when its inputs
+did not change, and kbuild itself recompiles only what changed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import kconfig
+from .archs import Arch
+from .errors import BuildError, ConfigError
+
+TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+TREE_NAME = "linux-source-6.1"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    arch: Arch
+    variant: str
+    tree: Path
+    out: Path
+    patches: tuple[Path, ...]
+    fragments: tuple[Path, ...]
+
+    @property
+    def image(self) -> Path:
+        return self.out / self.arch.image
+
+    @property
+    def config(self) -> Path:
+        return self.out / ".config"
+
+
+def _digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _run(cmd: list[str], log: Path, what: str, cwd: Path | None = None) -> str:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        f.write(proc.stdout)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.splitlines()[-25:])
+        raise BuildError(f"{what} failed (exit {proc.returncode}); full log: {log}\n{tail}")
+    return proc.stdout
+
+
+def read_series(series: Path) -> tuple[Path, ...]:
+    """Patch files named by a quilt series file, in order."""
+    if not series.is_file():
+        raise ConfigError(f"{series}: no such series file; create it (it may be empty)")
+    patches = []
+    for lineno, raw in enumerate(series.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name = line.split()[0]  # quilt allows options such as -p1 after the name
+        patch = series.parent / name
+        if not patch.is_file():
+            raise ConfigError(f"{series}:{lineno}: patch {name!r} does not exist "
+                              f"(looked for {patch}); add the file or drop the line")
+        patches.append(patch)
+    return tuple(patches)
+
+
+def extract(build: Path, tarball: Path = TARBALL) -> Path:
+    """The pristine tree, extracted once per tarball version."""
+    if not tarball.is_file():
+        raise BuildError(f"{tarball} not found: install Debian's linux-source-6.1 "
+                         "package ('make deps')")
+    tree = build / "src" / TREE_NAME
+    stamp = build / "src" / f".{TREE_NAME}.extracted"
+    st = tarball.stat()
+    want = f"{tarball} {st.st_size} {st.st_mtime_ns}\n"
+    if stamp.is_file() and stamp.read_text() == want and tree.is_dir():
+        return tree
+    if tree.exists():
+        shutil.rmtree(tree)
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    _run(["tar", "-C", str(tree.parent), "-xf", str(tarball)],
+         build / "logs" / "extract.log", f"extracting {tarball}")
+    if not tree.is_dir():
+        raise BuildError(f"{tarball} did not contain {TREE_NAME}/")
+    stamp.write_text(want)
+    return tree
+
+
+_PATCHED_FILE = re.compile(r"^(?:\+\+\+|---) (?:[ab]/)?(\S+)")
+
+
+def _files_of(patch: Path) -> set[str]:
+    files = set()
+    for line in patch.read_text(errors="replace").splitlines():
+        if m := _PATCHED_FILE.match(line):
+            if m.group(1) != "/dev/null":
+                files.add(m.group(1))
+    return files
+
+
+def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
+                 log: Path) -> Path:
+    """A copy of the pristine tree with the patches applied (the pristine
+    tree itself when there are none)."""
+    if not patches:
+        return pristine
+    dest = pristine.parent / f"linux-{variant}"
+    stamp = pristine.parent / f".linux-{variant}.patches"
+    want = _digest(*(p.name + "\n" + p.read_text(errors="replace") for p in patches))
+    touched = set().union(*(_files_of(p) for p in patches))
+    previous: set[str] = set()
+    if stamp.is_file():
+        old = stamp.read_text().splitlines()
+        if old and old[0] == want and dest.is_dir():
+            return dest
+        previous = set(old[1:])
+    if dest.exists():
+        shutil.rmtree(dest)
+    _run(["cp", "-al", str(pristine), str(dest)], log, f"copying {pristine}")
+    # Hard links share the pristine tree's inodes: replace every file a patch
+    # will touch, or touched last time, by a private copy.  The fresh mtime
+    # also makes kbuild recompile a file whose patch was just dropped.
+    for rel in sorted(touched | previous):
+        f = dest / rel
+        if f.is_file():
+            f.unlink()
+            shutil.copyfile(pristine / rel, f)
+            shutil.copymode(pristine / rel, f)
+    for patch in patches:
+        try:
+            _run(["patch", "-p1", "--batch", "--forward", "-d", str(dest), "-i", str(patch)],
+                 log, f"applying {patch}")
+        except BuildError as e:
+            raise BuildError(
+                f"{patch} does not apply to {TREE_NAME} (variant {variant!r}). "
+                f"Refresh it against {pristine} or drop it from the series.\n{e}") from None
+    stamp.write_text(want + "\n" + "\n".join(sorted(touched)) + "\n")
+    return dest
+
+
+def _make(k: Kernel, *targets: str, jobs: int, log: Path) -> str:
+    cmd = ["make", "-C", str(k.tree), f"O={k.out}", f"ARCH={k.arch.kernel_arch}",
+           f"-j{jobs}", *targets]
+    if k.arch.cross_compile:
+        cmd.insert(5, f"CROSS_COMPILE={k.arch.cross_compile}")
+    return _run(cmd, log, f"make {' '.join(targets)} for {k.arch.name}-{k.variant}")
+
+
+def configure(k: Kernel, log: Path) -> None:
+    """tinyconfig + fragments + olddefconfig, then check every requested
+    option survived.  Skipped when the fragments did not change."""
+    requested: dict[str, str] = {}
+    for frag in k.fragments:
+        requested.update(kconfig.parse_file(frag))
+    want = _digest(str(k.tree), *(f.read_text() for f in k.fragments))
+    stamp = k.out / ".harness-config"
+    if not (stamp.is_file() and stamp.read_text() == want and k.config.is_file()):
+        k.out.mkdir(parents=True, exist_ok=True)
+        _make(k, "tinyconfig", jobs=1, log=log)
+        env_merge = [str(k.tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(k.out),
+                     str(k.config), *(str(f.resolve()) for f in k.fragments)]
+        _run(env_merge, log, "merge_config.sh", cwd=k.tree)
+        _make(k, "olddefconfig", jobs=1, log=log)
+        kconfig.check(requested, k.config, list(k.fragments))
+        stamp.write_text(want)
+    else:
+        kconfig.check(requested, k.config, list(k.fragments))
+
+
+def compile_kernel(k: Kernel, jobs: int, log: Path) -> int:
+    """Run kbuild; returns how many objects it (re)compiled."""
+    out = _make(k, k.arch.image_target, jobs=jobs, log=log)
+    if not k.image.is_file():
+        raise BuildError(f"kbuild succeeded but {k.image} is missing; see {log}")
+    return sum(1 for line in out.splitlines() if re.match(r"^\s+(CC|AS)\s", line))
+
+
+def plan(build: Path, pristine: Path, arch: Arch, variants: dict[str, tuple[Path, ...]],
+         fragments: dict[str, tuple[Path, ...]]) -> dict[str, Kernel]:
+    """One Kernel per variant; variants with identical patches share one."""
+    kernels: dict[str, Kernel] = {}
+    by_patches: dict[tuple[Path, ...], Kernel] = {}
+    for variant, patches in variants.items():
+        key = tuple(p.resolve() for p in patches)
+        if key in by_patches:
+            kernels[variant] = by_patches[key]
+            continue
+        k = Kernel(arch=arch, variant=variant, tree=pristine,
+                   out=build / "kernel" / f"{arch.name}-{variant}",
+                   patches=patches, fragments=fragments[variant])
+        kernels[variant] = by_patches[key] = k
+    return kernels
+
+
+def build_kernel(build: Path, k: Kernel, jobs: int) -> tuple[Kernel, int]:
+    log = build / "logs" / f"kernel-{k.arch.name}-{k.variant}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    tree = patched_tree(k.tree, k.variant, k.patches, log)
+    k = Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments)
+    configure(k, log)
+    compiled = compile_kernel(k, jobs, log)
+    return k, compiled
+
+
+def link_alias(build: Path, arch: Arch, alias: str, target: Kernel) -> None:
+    """kernel/<arch>-<alias> -> the build it shares."""
+    link = build / "kernel" / f"{arch.name}-{alias}"
+    if link == target.out:
+        return
+    if link.is_symlink() or link.is_file():
+        link.unlink()
+    elif link.is_dir():
+        shutil.rmtree(link)
+    os.symlink(target.out.name, link)

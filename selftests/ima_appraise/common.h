@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * IMA appraisal selftests: helpers shared by every *_test.c.
+ *
+ * These tests rewrite the IMA policy and security.ima of files.  They only
+ * act in a guest booted by the harness, which puts IMA_SELFTEST_MARKER on
+ * the kernel command line; anywhere else every test SKIPs and says why.
+ * The mode and policy source under test are read from /proc/cmdline.
+ */
+
+#ifndef _IMA_APPRAISE_COMMON_H
+#define _IMA_APPRAISE_COMMON_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+
+#define IMA_SELFTEST_MARKER "ima_selftest.harness=1"
+#define DEFAULT_SCRATCH "/mnt/scratch"
+#define IMA_POLICY "/sys/kernel/security/ima/policy"
+#define XATTR_IMA "security.ima"
+#define EXT4_SUPER_MAGIC 0xEF53
+
+/* security.ima layout for a sha256 digest: IMA_XATTR_DIGEST_NG, algo, digest */
+#define IMA_XATTR_DIGEST_NG 0x04
+#define HASH_ALGO_SHA256 4
+#define SHA256_LEN 32
+#define IMA_XATTR_LEN (2 + SHA256_LEN)
+
+enum appraise_mode { MODE_ENFORCE, MODE_FIX, MODE_LOG, MODE_OFF };
+enum policy_source { POLICY_BUILTIN, POLICY_LEGACY, POLICY_CUSTOM };
+
+/* What security.ima holds when a test accesses the file. */
+enum ima_state { STATE_MISSING, STATE_WRONG, STATE_CORRECT };
+
+static const char *const mode_names[] = { "enforce", "fix", "log", "off" };
+static const char *const policy_names[] = { "builtin", "legacy", "custom" };
+
+/* The boot this test runs in, as /proc/cmdline describes it. */
+struct cell {
+	bool harness;
+	enum appraise_mode mode;
+	enum policy_source policy;
+};
+
+/* ---- SHA-256 (FIPS 180-4), so the tests depend on no library ---- */
+
+struct sha256 {
+	uint32_t h[8];
+	uint64_t len;
+	uint8_t buf[64];
+	size_t used;
+};
+
+static const uint32_t sha256_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+	0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+	0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+	0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+	0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+	0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+	0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_block(struct sha256 *s, const uint8_t *p)
+{
+	uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | p[4 * i + 1] << 16 |
+		       p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (; i < 64; i++)
+		w[i] = w[i - 16] + w[i - 7] +
+		       (ROR32(w[i - 15], 7) ^ ROR32(w[i - 15], 18) ^
+			(w[i - 15] >> 3)) +
+		       (ROR32(w[i - 2], 17) ^ ROR32(w[i - 2], 19) ^
+			(w[i - 2] >> 10));
+	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
+	e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
+	for (i = 0; i < 64; i++) {
+		t1 = h + (ROR32(e, 6) ^ ROR32(e, 11) ^ ROR32(e, 25)) +
+		     ((e & f) ^ (~e & g)) + sha256_k[i] + w[i];
+		t2 = (ROR32(a, 2) ^ ROR32(a, 13) ^ ROR32(a, 22)) +
+		     ((a & b) ^ (a & c) ^ (b & c));
+		h = g, g = f, f = e, e = d + t1;
+		d = c, c = b, b = a, a = t1 + t2;
+	}
+	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
+	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+}
+
+static void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
+{
+	static const uint32_t init[8] = {
+		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+		0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+	};
+	struct sha256 s = { .len = len };
+	const uint8_t *p = data;
+	uint64_t bits = (uint64_t)len * 8;
+	int i;
+
+	memcpy(s.h, init, sizeof(init));
+	for (; len >= 64; len -= 64, p += 64)
+		sha256_block(&s, p);
+	memcpy(s.buf, p, len);
+	s.buf[len++] = 0x80;
+	if (len > 56) {
+		memset(s.buf + len, 0, 64 - len);
+		sha256_block(&s, s.buf);
+		len = 0;
+	}
+	memset(s.buf + len, 0, 56 - len);
+	for (i = 0; i < 8; i++)
+		s.buf[56 + i] = bits >> (56 - 8 * i);
+	sha256_block(&s, s.buf);
+	for (i = 0; i < 32; i++)
+		out[i] = s.h[i / 4] >> (24 - 8 * (i % 4));
+}
+
+/* ---- the cell: harness marker, ima_appraise= and policy source ---- */
+
+static bool cmdline_has(const char *cmdline, const char *token)
+{
+	size_t len = strlen(token);
+	const char *p = cmdline;
+
+	while ((p = strstr(p, token))) {
+		if ((p == cmdline || p[-1] == ' ') &&
+		    (p[len] == ' ' || p[len] == '\n' || p[len] == '\0'))
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+/* Value of "key=" on the command line (last one wins, as for the kernel). */
+static const char *cmdline_value(const char *cmdline, const char *key,
+				 char *val, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = cmdline, *found = NULL;
+
+	while ((p = strstr(p, key))) {
+		if ((p == cmdline || p[-1] == ' ') && p[klen] == '=')
+			found = p + klen + 1;
+		p += klen;
+	}
+	if (!found)
+		return NULL;
+	snprintf(val, size, "%.*s", (int)strcspn(found, " \n"), found);
+	return val;
+}
+
+/* Returns 0, or an errno if /proc/cmdline cannot be read. */
+static int read_cell(struct cell *cell)
+{
+	char cmdline[4096], val[256];
+	ssize_t len;
+	int fd;
+
+	fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	len = read(fd, cmdline, sizeof(cmdline) - 1);
+	close(fd);
+	if (len < 0)
+		return errno;
+	cmdline[len] = '\0';
+
+	cell->harness = cmdline_has(cmdline, IMA_SELFTEST_MARKER);
+
+	/* Same prefix matching as ima_appraise_parse_cmdline(); default enforce. */
+	cell->mode = MODE_ENFORCE;
+	if (cmdline_value(cmdline, "ima_appraise", val, sizeof(val))) {
+		if (!strncmp(val, "off", 3))
+			cell->mode = MODE_OFF;
+		else if (!strncmp(val, "log", 3))
+			cell->mode = MODE_LOG;
+		else if (!strncmp(val, "fix", 3))
+			cell->mode = MODE_FIX;
+	}
+
+	/* ima_policy= takes '|'-separated names; appraise_tcb is ours. */
+	if (cmdline_value(cmdline, "ima_policy", val, sizeof(val)) &&
+	    strstr(val, "appraise_tcb"))
+		cell->policy = POLICY_BUILTIN;
+	else if (cmdline_has(cmdline, "ima_appraise_tcb"))
+		cell->policy = POLICY_LEGACY;
+	else
+		cell->policy = POLICY_CUSTOM;
+	return 0;
+}
+
+/* ---- probes: return 0 or the errno of the failing call ---- */
+
+static int test_open(const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+/*
+ * Executes path; the helper exits with EXEC_HELPER_STATUS.  Returns 0 if
+ * it ran, the execve() errno if the kernel refused, or -1 if it ran but
+ * exited otherwise.
+ */
+#define EXEC_HELPER_STATUS 42
+
+static int test_execve(const char *path)
+{
+	int pipefd[2], err = 0, status;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char *const argv[] = { (char *)path, NULL };
+		char *const envp[] = { NULL };
+
+		execve(path, argv, envp);
+		err = errno;
+		if (write(pipefd[1], &err, sizeof(err)) != sizeof(err))
+			_exit(126);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], &err, sizeof(err)) != sizeof(err))
+		err = 0; /* pipe closed on exec: it ran */
+	close(pipefd[0]);
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (err)
+		return err;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != EXEC_HELPER_STATUS)
+		return -1;
+	return 0;
+}
+
+static int test_mmap_exec(int fd, size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+
+	if (p == MAP_FAILED)
+		return errno;
+	munmap(p, len);
+	return 0;
+}
+
+/* ---- security.ima ---- */
+
+static void ima_digest_xattr(const void *data, size_t len,
+			     uint8_t out[IMA_XATTR_LEN])
+{
+	out[0] = IMA_XATTR_DIGEST_NG;
+	out[1] = HASH_ALGO_SHA256;
+	sha256(data, len, out + 2);
+}
+
+/* Returns the length read, or -errno. */
+static ssize_t get_ima(const char *path, uint8_t *buf, size_t size)
+{
+	ssize_t len = getxattr(path, XATTR_IMA, buf, size);
+
+	return len < 0 ? -errno : len;
+}
+
+/* Reads a whole file into a malloc'ed buffer. */
+static void *read_file(struct __test_metadata *const _metadata,
+		       const char *path, size_t *len)
+{
+	struct stat st;
+	char *data;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open %s: %s", path, strerror(errno));
+	}
+	ASSERT_EQ(0, fstat(fd, &st));
+	data = malloc(st.st_size ? st.st_size : 1);
+	ASSERT_NE(NULL, data);
+	ASSERT_EQ(st.st_size, read(fd, data, st.st_size));
+	close(fd);
+	*len = st.st_size;
+	return data;
+}
+
+/* Creates path (root-owned, 0755) holding data; IMA may label it on close. */
+static void create_file(struct __test_metadata *const _metadata,
+			const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("create %s: %s", path, strerror(errno));
+	}
+	ASSERT_EQ(len, write(fd, data, len));
+	ASSERT_EQ(0, close(fd));
+}
+
+/*
+ * Puts security.ima of path into the given state.  good is the correct
+ * value for the file's contents; the wrong one is good with its digest
+ * bytes inverted, so it is well formed and only the digest mismatches.
+ */
+static void set_ima_state(struct __test_metadata *const _metadata,
+			  const char *path, enum ima_state state,
+			  const uint8_t good[IMA_XATTR_LEN])
+{
+	uint8_t wrong[IMA_XATTR_LEN];
+	int i;
+
+	switch (state) {
+	case STATE_MISSING:
+		if (removexattr(path, XATTR_IMA))
+			ASSERT_EQ(ENODATA, errno);
+		break;
+	case STATE_WRONG:
+		memcpy(wrong, good, IMA_XATTR_LEN);
+		for (i = 2; i < IMA_XATTR_LEN; i++)
+			wrong[i] = ~wrong[i];
+		ASSERT_EQ(0, setxattr(path, XATTR_IMA, wrong, IMA_XATTR_LEN, 0))
+		{
+			TH_LOG("setxattr %s: %s", path, strerror(errno));
+		}
+		break;
+	case STATE_CORRECT:
+		ASSERT_EQ(0, setxattr(path, XATTR_IMA, good, IMA_XATTR_LEN, 0))
+		{
+			TH_LOG("setxattr %s: %s", path, strerror(errno));
+		}
+		break;
+	}
+}
+
+/* The errno an open/exec/mmap of a file in this state must get. */
+static int expected_errno(const struct cell *cell, enum ima_state state)
+{
+	if (cell->mode == MODE_ENFORCE && state != STATE_CORRECT)
+		return EACCES;
+	return 0;
+}
+
+/*
+ * After an access, security.ima must hold: the correct digest in fix mode
+ * (ima_fix_xattr), and whatever it held before in every other mode.
+ */
+static void assert_ima_after(struct __test_metadata *const _metadata,
+			     const struct cell *cell, const char *path,
+			     enum ima_state before,
+			     const uint8_t good[IMA_XATTR_LEN])
+{
+	uint8_t seen[IMA_XATTR_LEN + 64];
+	ssize_t len = get_ima(path, seen, sizeof(seen));
+	int i;
+
+	if (cell->mode == MODE_FIX || before == STATE_CORRECT) {
+		ASSERT_EQ(IMA_XATTR_LEN, len)
+		{
+			TH_LOG("%s mode: %s should hold a sha256 digest, getxattr: %zd",
+			       mode_names[cell->mode], path, len);
+		}
+		ASSERT_EQ(0, memcmp(good, seen, IMA_XATTR_LEN))
+		{
+			TH_LOG("%s mode: %s: security.ima is not the correct digest",
+			       mode_names[cell->mode], path);
+		}
+	} else if (before == STATE_MISSING) {
+		ASSERT_EQ(-ENODATA, len)
+		{
+			TH_LOG("%s mode: %s gained a security.ima (%zd bytes)",
+			       mode_names[cell->mode], path, len);
+		}
+	} else {
+		ASSERT_EQ(IMA_XATTR_LEN, len);
+		for (i = 2; i < IMA_XATTR_LEN; i++)
+			ASSERT_EQ((uint8_t)~good[i], seen[i])
+			{
+				TH_LOG("%s mode: the wrong digest of %s was rewritten",
+				       mode_names[cell->mode], path);
+			}
+	}
+}
+
+/* ---- the scratch filesystem and the custom policy ---- */
+
+static const char *scratch_dir(void)
+{
+	const char *dir = getenv("IMA_SELFTEST_SCRATCH");
+
+	return dir && *dir ? dir : DEFAULT_SCRATCH;
+}
+
+/* The ext4 UUID of the filesystem mounted at dir, as fsuuid= spells it. */
+static void scratch_fsuuid(struct __test_metadata *const _metadata,
+			   const char *dir, char uuid[37])
+{
+	char dev[PATH_MAX], mnt[PATH_MAX], line[2 * PATH_MAX + 64];
+	uint8_t u[16];
+	bool found = false;
+	FILE *mounts;
+	int fd;
+
+	mounts = fopen("/proc/mounts", "re");
+	ASSERT_NE(NULL, mounts);
+	while (fgets(line, sizeof(line), mounts))
+		if (sscanf(line, "%4095s %4095s", dev, mnt) == 2 &&
+		    !strcmp(mnt, dir)) {
+			found = true;
+			break;
+		}
+	fclose(mounts);
+	ASSERT_TRUE(found)
+	{
+		TH_LOG("%s is not a mount point in /proc/mounts", dir);
+	}
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open %s: %s", dev, strerror(errno));
+	}
+	/* s_uuid: offset 0x68 of the superblock, which starts at 1024. */
+	ASSERT_EQ(16, pread(fd, u, 16, 1024 + 0x68));
+	close(fd);
+	snprintf(uuid, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		 u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+/*
+ * The runtime policy of the "custom" cells: root-owned files on the
+ * scratch filesystem only, one rule per hook.  The first write replaces
+ * the (empty) boot policy, so it is written once per boot: every test
+ * appends nothing if the rules are already there.
+ */
+static void load_custom_policy(struct __test_metadata *const _metadata,
+			       const char *dir)
+{
+	static const char *const funcs[] = {
+		"func=FILE_CHECK",
+		"func=BPRM_CHECK",
+		"func=MMAP_CHECK mask=MAY_EXEC",
+	};
+	char uuid[37], rules[1024], current[16384];
+	ssize_t len;
+	size_t used = 0;
+	unsigned int i;
+	int fd;
+
+	scratch_fsuuid(_metadata, dir, uuid);
+
+	fd = open(IMA_POLICY, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open %s: %s (CONFIG_IMA_READ_POLICY?)", IMA_POLICY,
+		       strerror(errno));
+	}
+	len = read(fd, current, sizeof(current) - 1);
+	close(fd);
+	ASSERT_LE(0, len);
+	current[len] = '\0';
+	if (strstr(current, uuid))
+		return;
+
+	for (i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++)
+		used += snprintf(rules + used, sizeof(rules) - used,
+				 "appraise %s fsuuid=%s fowner=0\n", funcs[i],
+				 uuid);
+	fd = open(IMA_POLICY, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open %s for writing: %s (CONFIG_IMA_WRITE_POLICY?)",
+		       IMA_POLICY, strerror(errno));
+	}
+	ASSERT_EQ((ssize_t)used, write(fd, rules, used))
+	{
+		TH_LOG("IMA rejected the policy:\n%s", rules);
+	}
+	ASSERT_EQ(0, close(fd));
+}
+
+/*
+ * Common fixture setup: returns true if the test must be skipped (after
+ * saying why), otherwise the cell is known, the custom policy is loaded
+ * where the cell wants one, and dir is a fresh directory on the scratch
+ * ext4 filesystem.
+ */
+static bool setup_cell(struct __test_metadata *const _metadata,
+		       struct cell *cell, char dir[PATH_MAX], const char *tag)
+{
+	const char *scratch = scratch_dir();
+	struct statfs sfs;
+
+	ASSERT_EQ(0, read_cell(cell));
+	if (!cell->harness) {
+		SKIP(return true,
+		     "not booted by the IMA selftest harness (no %s on the kernel command line): these tests rewrite the IMA policy and security.ima and only run in its guests",
+		     IMA_SELFTEST_MARKER);
+	}
+	ASSERT_EQ(0, geteuid());
+	ASSERT_EQ(0, statfs(scratch, &sfs))
+	{
+		TH_LOG("scratch filesystem %s: %s", scratch, strerror(errno));
+	}
+	ASSERT_EQ(EXT4_SUPER_MAGIC, sfs.f_type)
+	{
+		TH_LOG("%s must be the harness's ext4 scratch disk", scratch);
+	}
+	if (cell->policy == POLICY_CUSTOM)
+		load_custom_policy(_metadata, scratch);
+
+	snprintf(dir, PATH_MAX, "%s/%s.XXXXXX", scratch, tag);
+	ASSERT_NE(NULL, mkdtemp(dir))
+	{
+		TH_LOG("mkdtemp %s: %s", dir, strerror(errno));
+	}
+	return false;
+}
+
+/* Removes the files a test made, then its directory. */
+static void cleanup_dir(struct __test_metadata *const _metadata,
+			const char *dir, const char *const names[])
+{
+	char path[PATH_MAX];
+
+	if (!dir[0])
+		return;
+	for (; *names; names++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, *names);
+		EXPECT_EQ(0, unlink(path) && errno != ENOENT ? errno : 0);
+	}
+	EXPECT_EQ(0, rmdir(dir));
+}
+
+#endif /* _IMA_APPRAISE_COMMON_H */
