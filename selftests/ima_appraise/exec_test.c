@@ -13,9 +13,9 @@
  * writes the correct digest; log and off run it and leave security.ima.
  */
 
-#include <libgen.h>
-
 #include "common.h"
+
+#include <libgen.h>
 
 static const char prog_name[] = "prog";
 static const char *const layout_files[] = { prog_name, NULL };
@@ -24,7 +24,7 @@ FIXTURE(exec_file)
 {
 	bool skip;
 	struct cell cell;
-	char dir[PATH_MAX];
+	char dir[DIR_MAX];
 	char path[PATH_MAX];
 	uint8_t good[IMA_XATTR_LEN];
 };

@@ -26,7 +26,7 @@ FIXTURE(mmap_file)
 {
 	bool skip;
 	struct cell cell;
-	char dir[PATH_MAX];
+	char dir[DIR_MAX];
 	char path[PATH_MAX];
 	uint8_t good[IMA_XATTR_LEN];
 	int fd;

@@ -1,0 +1,222 @@
+"""The guest userland: busybox, make, the init and the selftests, packed
+into one initramfs per arch.
+
+The selftests are staged under build/selftests/<arch>/ as a small copy of
+tools/testing/selftests (our selftests/ plus lib.mk, kselftest_harness.h
+and kselftest/ from the extracted kernel tree) and compiled there, so the
+guest's /selftests is exactly what a user would run by hand:
+'make -C /selftests run_tests'.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .archs import Arch
+from .errors import BuildError, DependencyError
+
+# Copied from the kernel tree next to our selftests/ (never into the repo).
+KSELFTEST_FILES = ("lib.mk", "kselftest_harness.h", "kselftest.h",
+                   "kselftest/runner.sh", "kselftest/prefix.pl")
+# In the archive, sources get an older mtime than the binaries built from
+# them, so the guest's make has nothing to rebuild (and no clock skew
+# warnings: the guest has no RTC and believes it is 1970).
+SOURCE_MTIME, BINARY_MTIME = 1, 2
+
+
+def clean_env() -> dict[str, str]:
+    """Environment for a nested make: without the outer make's variables,
+    lib.mk would take MAKELEVEL>0 to mean OUTPUT is set by a parent."""
+    env = dict(os.environ)
+    for var in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"):
+        env.pop(var, None)
+    return env
+
+
+def _copy_if_changed(src: Path, dst: Path) -> None:
+    if dst.is_file() and dst.read_bytes() == src.read_bytes():
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) -> Path:
+    stage = build / "selftests" / arch.name
+    src = repo / "selftests"
+    for f in src.rglob("*"):
+        if f.is_file():
+            _copy_if_changed(f, stage / f.relative_to(src))
+    ksft = tree / "tools" / "testing" / "selftests"
+    for name in KSELFTEST_FILES:
+        _copy_if_changed(ksft / name, stage / name)
+    log = build / "logs" / f"selftests-{arch.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = ["make", "-C", str(stage), f"-j{jobs}", "all", f"CROSS_COMPILE={arch.cross_compile}"]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, env=clean_env())
+    log.write_text("$ " + " ".join(cmd) + "\n" + proc.stdout)
+    if proc.returncode:
+        raise BuildError(f"building the selftests for {arch.name} failed; log: {log}\n"
+                         + "\n".join(proc.stdout.splitlines()[-25:]))
+    return stage
+
+
+# ---- guest userland -------------------------------------------------------
+
+def _deb_root(build: Path, arch: Arch) -> Path:
+    """Debian's arm64 packages unpacked with dpkg-deb (see scripts/deps.sh)."""
+    debdir = build / "debs" / arch.debian_arch
+    root = build / "userland" / arch.debian_arch
+    debs = sorted(debdir.glob("*.deb"))
+    if not debs:
+        raise DependencyError(f"no {arch.debian_arch} packages in {debdir}: run 'make deps'")
+    stamp = root / ".debs"
+    want = "\n".join(d.name for d in debs)
+    if not (stamp.is_file() and stamp.read_text() == want):
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        for deb in debs:
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+        stamp.write_text(want)
+    return root
+
+
+def _host_root(build: Path, arch: Arch) -> Path:
+    if arch.debian_arch == _host_debian_arch():
+        return Path("/")
+    return _deb_root(build, arch)
+
+
+def _host_debian_arch() -> str:
+    return subprocess.run(["dpkg", "--print-architecture"], stdout=subprocess.PIPE,
+                          text=True, check=True).stdout.strip()
+
+
+def _elf_deps(binary: Path) -> tuple[list[str], str | None]:
+    """NEEDED libraries and the program interpreter, read with readelf
+    (works for any target arch)."""
+    out = subprocess.run(["readelf", "-d", "-l", "-W", str(binary)], stdout=subprocess.PIPE,
+                         text=True, check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+    interp = re.search(r"Requesting program interpreter: ([^\]]+)\]", out)
+    return needed, interp.group(1) if interp else None
+
+
+def _find_lib(root: Path, name: str) -> Path:
+    for d in ("lib", "usr/lib", "lib64"):
+        for sub in root.joinpath(d).glob(f"*/{name}"):
+            return sub
+        if (root / d / name).exists():
+            return root / d / name
+    raise DependencyError(f"shared library {name} not found under {root}: run 'make deps'")
+
+
+@dataclass
+class Archive:
+    """A newc cpio written by hand: root-owned entries, fixed mtimes and a
+    /dev/console node, none of which need privileges or a host mount."""
+    entries: dict[str, tuple[int, bytes, int, int]]  # path -> (mode, data, mtime, rdev)
+
+    def __init__(self) -> None:
+        self.entries = {}
+
+    def dir(self, path: str) -> None:
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            self.entries.setdefault("/".join(parts[:i]), (stat.S_IFDIR | 0o755, b"", SOURCE_MTIME, 0))
+
+    def file(self, path: str, data: bytes, mode: int = 0o644, mtime: int = SOURCE_MTIME) -> None:
+        path = path.strip("/")
+        if "/" in path:
+            self.dir(path.rsplit("/", 1)[0])
+        self.entries[path] = (stat.S_IFREG | mode, data, mtime, 0)
+
+    def symlink(self, path: str, target: str) -> None:
+        path = path.strip("/")
+        if "/" in path:
+            self.dir(path.rsplit("/", 1)[0])
+        self.entries[path] = (stat.S_IFLNK | 0o777, target.encode(), SOURCE_MTIME, 0)
+
+    def chardev(self, path: str, major: int, minor: int) -> None:
+        self.dir(path.strip("/").rsplit("/", 1)[0])
+        self.entries[path.strip("/")] = (stat.S_IFCHR | 0o600, b"", SOURCE_MTIME,
+                                         (major << 8) | minor)
+
+    def tree(self, prefix: str, src: Path) -> None:
+        for f in sorted(src.rglob("*")):
+            rel = f"{prefix}/{f.relative_to(src)}"
+            if f.is_dir():
+                self.dir(rel)
+            elif f.is_file():
+                data = f.read_bytes()
+                is_elf = data[:4] == b"\x7fELF"
+                self.file(rel, data, f.stat().st_mode & 0o777,
+                          BINARY_MTIME if is_elf else SOURCE_MTIME)
+
+    def write(self, out: Path) -> None:
+        def pad(n: int) -> bytes:
+            return b"\0" * (-n % 4)
+
+        chunks = []
+        for ino, path in enumerate(sorted(self.entries) + ["TRAILER!!!"], 1):
+            mode, data, mtime, rdev = self.entries.get(path, (0, b"", 0, 0))
+            name = path.encode() + b"\0"
+            fields = (ino, mode, 0, 0, 1 if not stat.S_ISDIR(mode) else 2, mtime, len(data),
+                      0, 0, rdev >> 8, rdev & 0xff, len(name), 0)
+            hdr = b"070701" + b"".join(b"%08X" % v for v in fields)
+            chunks += [hdr, name, pad(len(hdr) + len(name)), data, pad(len(data))]
+        blob = b"".join(chunks)
+        if out.is_file() and out.read_bytes() == blob:
+            return
+        tmp = out.with_suffix(".tmp")
+        tmp.write_bytes(blob)
+        tmp.replace(out)
+
+
+def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Path:
+    root = _host_root(build, arch)
+    a = Archive()
+    for d in ("proc", "sys", "dev", "tmp", "mnt/scratch", "root", "etc"):
+        a.dir(d)
+    a.chardev("dev/console", 5, 1)
+    a.file("init", (repo / "initramfs" / "init").read_bytes(), 0o755)
+
+    busybox = root / "bin" / "busybox"
+    if not busybox.is_file():
+        raise DependencyError(f"{busybox} missing: install busybox-static ('make deps')")
+    a.file("bin/busybox", busybox.read_bytes(), 0o755)
+    # The applet list of the host's busybox-static: the same Debian version
+    # as the arm64 one (both come from 'make deps').
+    applets = subprocess.run(["/bin/busybox", "--list-full"], stdout=subprocess.PIPE,
+                             text=True, check=True).stdout.split()
+    for applet in applets:
+        if applet != "bin/busybox":
+            a.symlink(applet, "/bin/busybox")
+
+    a.file("usr/bin/timeout", (repo / "initramfs" / "timeout").read_bytes(), 0o755)
+
+    # make and the shared libraries it needs, at the paths its loader expects.
+    make = root / "usr" / "bin" / "make"
+    if not make.is_file():
+        raise DependencyError(f"{make} missing: run 'make deps'")
+    a.file("usr/bin/make", make.read_bytes(), 0o755, BINARY_MTIME)
+    needed, interp = _elf_deps(make)
+    for lib in needed:
+        path = _find_lib(root, lib)
+        a.file(str(path.relative_to(root)), path.resolve().read_bytes(), 0o755, BINARY_MTIME)
+        for d in ("lib", "usr/lib"):  # ld.so's default search path
+            a.symlink(f"{d}/{lib}", "/" + str(path.relative_to(root)))
+    if interp:
+        a.file(interp, (root / interp.lstrip("/")).resolve().read_bytes(), 0o755, BINARY_MTIME)
+
+    a.tree("selftests", selftests)
+    out = build / "initramfs" / f"{arch.name}.cpio"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    a.write(out)
+    return out
