@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import kconfig
+from .initramfs import clean_env
 from .archs import Arch
 from .errors import BuildError, ConfigError
 
@@ -59,7 +60,7 @@ def _run(cmd: list[str], log: Path, what: str, cwd: Path | None = None) -> str:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
         proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+                              stderr=subprocess.STDOUT, text=True, env=clean_env())
         f.write(proc.stdout)
     if proc.returncode != 0:
         tail = "\n".join(proc.stdout.splitlines()[-25:])

@@ -468,15 +468,20 @@ static __maybe_unused void scratch_fsuuid(struct __test_metadata *const _metadat
 
 /*
  * The runtime policy of the "custom" cells: root-owned files on the
- * scratch filesystem only, one rule per hook.  The first write replaces
- * the (empty) boot policy, so it is written once per boot: every test
- * appends nothing if the rules are already there.
+ * scratch filesystem only, one rule per hook.  FILE_CHECK is limited to
+ * MAY_READ and MAY_WRITE so that execve() is appraised by BPRM_CHECK alone
+ * (its open passes MAY_EXEC to FILE_CHECK, which the builtin policy's
+ * func-less "appraise fowner=0" would match): a kernel that skips
+ * BPRM_CHECK fails exec_test here.  The first write replaces the (empty)
+ * boot policy, so it is written once per boot: every later test finds the
+ * rules there and appends nothing.
  */
 static __maybe_unused void load_custom_policy(struct __test_metadata *const _metadata,
 			       const char *dir)
 {
 	static const char *const funcs[] = {
-		"func=FILE_CHECK",
+		"func=FILE_CHECK mask=MAY_READ",
+		"func=FILE_CHECK mask=MAY_WRITE",
 		"func=BPRM_CHECK",
 		"func=MMAP_CHECK mask=MAY_EXEC",
 	};

@@ -1,0 +1,56 @@
+# IMA appraisal selftests and their QEMU matrix.  'make help' lists targets.
+#
+#   make run                 build what changed, boot the whole matrix
+#   make check               unit tests of the harness, then 'make run'
+#   make run K='aarch64 and enforce and exec'      pytest -k selection
+#   make run VARIANTS=skip-exec-appraisal          a variant not in the default axes
+#
+# Build output goes to build/ (kernel tree, kernels, initramfs, results).
+
+PYTHON ?= /usr/bin/python3
+BUILD ?= build
+
+ifeq ($(V),1)
+Q :=
+PYTEST_VERBOSITY := -v
+else
+Q := @
+PYTEST_VERBOSITY := -q
+endif
+
+# Matrix selection, passed through to the harness (see harness/conftest.py).
+matrix_args = $(if $(K),-k '$(K)') $(if $(ARCHS),--archs=$(ARCHS)) \
+	$(if $(MODES),--modes=$(MODES)) $(if $(POLICIES),--policies=$(POLICIES)) \
+	$(if $(VARIANTS),--variants=$(VARIANTS)) $(if $(JOBS),--jobs=$(JOBS)) \
+	$(if $(ACCEL),--accel=$(ACCEL)) --build-dir=$(BUILD)
+
+.PHONY: help deps run unit check clean distclean
+
+help:
+	@echo 'Targets:'
+	@echo '  run        build kernels, selftests and initramfs as needed; boot every matrix cell'
+	@echo '  check      unit tests of the harness, then the full matrix (what CI runs)'
+	@echo '  unit       unit tests of the harness only (no QEMU)'
+	@echo '  deps       install missing Debian packages and the arm64 guest userland'
+	@echo '  clean      remove results and scratch disks; distclean: all of build/'
+	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= VARIANTS= (comma lists)'
+	@echo '           JOBS=<guests at once> ACCEL=auto|tcg|kvm V=1 BUILD=<dir>'
+
+deps:
+	$(Q)sh scripts/deps.sh
+
+run: deps
+	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider -rfE \
+		harness/matrix_test.py $(matrix_args) $(PYTEST_ARGS)
+
+unit: deps
+	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider harness/tests
+
+check: unit
+	$(Q)$(MAKE) --no-print-directory run
+
+clean:
+	rm -rf $(BUILD)/results $(BUILD)/scratch
+
+distclean:
+	rm -rf $(BUILD)

@@ -1,0 +1,128 @@
+"""pytest wiring of the matrix: one item per (cell, selftest case) plus one
+per cell for the boot itself (splats, timeout, panic).  `-k` picks items,
+and only the cells that still have an item are built and booted.
+
+    /usr/bin/python3 -m pytest harness/matrix_test.py -k 'aarch64 and enforce and exec'
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from . import cases as cases_mod, matrix as matrix_mod, runner
+from .errors import HarnessError
+from .results import summary_table
+
+REPO = Path(__file__).resolve().parent.parent
+_MATRIX = pytest.StashKey()
+_SELECTED = pytest.StashKey()
+_RUN = pytest.StashKey()
+_ERROR = pytest.StashKey()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("ima-matrix", "IMA appraisal matrix")
+    g.addoption("--matrix", default=str(REPO / "matrix.yaml"), help="matrix file")
+    for axis in ("archs", "modes", "policies", "variants"):
+        g.addoption(f"--{axis}", default=None,
+                    help=f"comma-separated {axis} replacing the matrix's own")
+    g.addoption("--jobs", type=int, default=None, help="guests booted at once (default: CPUs)")
+    g.addoption("--accel", default=os.environ.get("ACCEL", "auto"),
+                choices=("auto", "tcg", "kvm"), help="QEMU accelerator (default: auto)")
+    g.addoption("--build-dir", default=str(REPO / "build"), help="build output directory")
+
+
+def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
+    if _MATRIX not in config.stash:
+        overrides = {}
+        for axis in ("archs", "modes", "policies", "variants"):
+            value = config.getoption(axis)
+            if value is not None:
+                overrides[axis] = [v.strip() for v in value.split(",") if v.strip()]
+        try:
+            config.stash[_MATRIX] = matrix_mod.load(Path(config.getoption("matrix")), **overrides)
+        except HarnessError as e:
+            pytest.exit(f"ERROR: {e}", returncode=4)
+    return config.stash[_MATRIX]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "cell_case" in metafunc.fixturenames:
+        m = _matrix(metafunc.config)
+        try:
+            expected = cases_mod.expected_cases(REPO / "selftests")
+        except HarnessError as e:
+            pytest.exit(f"ERROR: {e}", returncode=4)
+        params = [(cell, case) for cell in m.cells for case in expected]
+        metafunc.parametrize("cell_case", params,
+                             ids=[f"{c.id}/{k.id}" for c, k in params])
+    elif "cell" in metafunc.fixturenames:
+        m = _matrix(metafunc.config)
+        metafunc.parametrize("cell", m.cells, ids=[c.id for c in m.cells])
+
+
+def _cell_of(item: pytest.Item):
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    if "cell_case" in callspec.params:
+        return callspec.params["cell_case"][0]
+    return callspec.params.get("cell")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # After -k/-m deselection: boot only the cells something still needs.
+    config.stash[_SELECTED] = list(dict.fromkeys(c for c in map(_cell_of, items) if c))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    config = session.config
+    cells = config.stash.get(_SELECTED, [])
+    if not cells or config.option.collectonly:
+        return
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+
+    def log(line: str) -> None:
+        tr.write_line(line) if tr else print(line, flush=True)
+
+    try:
+        config.stash[_RUN] = runner.run(
+            _matrix(config), cells, cases_mod.expected_cases(REPO / "selftests"), REPO,
+            Path(config.getoption("build_dir")).resolve(), jobs=config.getoption("jobs"),
+            accel=config.getoption("accel"), log=log)
+    except HarnessError as e:
+        log(f"ERROR: {e}")
+        config.stash[_ERROR] = str(e)
+
+
+class MatrixRun:
+    def __init__(self, config: pytest.Config) -> None:
+        self.error = config.stash.get(_ERROR, None)
+        run = config.stash.get(_RUN, None)
+        self.by_id = {r.cell.id: r for r in run.cells} if run else {}
+
+    def result(self, cell):
+        if self.error:
+            pytest.fail(f"the matrix could not run: {self.error}", pytrace=False)
+        return self.by_id[cell.id]
+
+
+@pytest.fixture(scope="session")
+def matrix_run(request: pytest.FixtureRequest) -> MatrixRun:
+    return MatrixRun(request.config)
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    run = config.stash.get(_RUN, None)
+    if not run:
+        return
+    terminalreporter.section("IMA appraisal matrix")
+    terminalreporter.write_line(summary_table(run.cells))
+    t = run.timings
+    terminalreporter.write_line(
+        "timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in t.items()))
+    terminalreporter.write_line(f"results: {run.run_dir} (also build/results/latest)")

@@ -1,0 +1,37 @@
+"""The matrix as pytest items (see conftest.py for how they are made)."""
+from __future__ import annotations
+
+import pytest
+
+
+def _detail(result, test) -> str:
+    lines = [f"{test.name} in {result.cell.id}: {test.reason or test.status}"]
+    lines += [f"  {line}" for line in test.log]
+    if result.artifacts:
+        lines.append(f"console: {result.artifacts / 'console.log'}")
+    return "\n".join(lines)
+
+
+def test_case(cell_case, matrix_run) -> None:
+    cell, case = cell_case
+    result = matrix_run.result(cell)
+    if result.status == "error":
+        pytest.fail(f"{cell.id} could not boot: {result.reason}", pytrace=False)
+    test = result.test(case.id)
+    if test.status == "skip":
+        pytest.skip(f"{case.id}: {test.reason}")
+    if test.status == "xfail":
+        pytest.xfail(test.reason)
+    if test.status != "pass":
+        pytest.fail(_detail(result, test), pytrace=False)
+
+
+def test_boot(cell, matrix_run) -> None:
+    """The guest itself: no kernel splat, no panic, no timeout, a clean end."""
+    result = matrix_run.result(cell)
+    problems = [f"{s.kind}: {s.title}" for s in result.splats]
+    if result.status in ("timeout", "panic", "error") or not result.ended:
+        problems.insert(0, f"{result.status}: {result.reason}")
+    if problems:
+        where = f"\nconsole: {result.artifacts / 'console.log'}" if result.artifacts else ""
+        pytest.fail(f"{cell.id}: " + "\n".join(problems) + where, pytrace=False)

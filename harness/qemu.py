@@ -1,0 +1,161 @@
+"""Booting one guest: the scratch disk, the QEMU command line, the
+accelerator probe, and a boot with a hard timeout.  Nothing is parsed
+here: a boot yields the console text and how QEMU ended."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .archs import Arch
+from .errors import BootError, DependencyError
+
+# Marks a boot as the harness's: without it on the kernel command line the
+# selftests SKIP (see selftests/ima_appraise/common.h).
+HARNESS_MARKER = "ima_selftest.harness=1"
+PROBE_MARKER = "<<< ima-selftest probe ok >>>"
+KVM_PROBE_TIMEOUT = 20
+SCRATCH_SIZE = "64M"
+
+
+@dataclass(frozen=True)
+class BootRequest:
+    arch: Arch
+    kernel: Path
+    initrd: Path
+    disk: Path | None
+    cmdline: str            # appended after console= and panic=
+    accel: str              # "tcg" or "kvm"
+    memory_mb: int
+    timeout_s: int
+
+
+@dataclass(frozen=True)
+class BootOutcome:
+    console: str
+    returncode: int | None  # None: killed at the timeout
+    timed_out: bool
+    duration_s: float
+    command: tuple[str, ...]
+
+
+def kernel_cmdline(req: BootRequest) -> str:
+    # panic=-1: reboot at once on a panic, which -no-reboot turns into an exit.
+    return f"console={req.arch.console} panic=-1 {req.cmdline}".strip()
+
+
+def command(req: BootRequest) -> list[str]:
+    a = req.arch
+    cmd = [a.qemu, "-M", a.machine, "-cpu", a.cpu, "-accel", req.accel,
+           "-m", str(req.memory_mb), "-smp", "1",
+           # No default devices (VGA, NIC, floppy): faster, and the serial
+           # console on stdio is the only output.
+           "-nodefaults", "-display", "none", "-serial", "stdio",
+           # 'reboot -f' in the guest ends QEMU.
+           "-no-reboot",
+           "-kernel", str(req.kernel), "-initrd", str(req.initrd),
+           "-append", kernel_cmdline(req), *a.extra_qemu_args]
+    if req.disk:
+        cmd += ["-drive", f"file={req.disk},format=raw,if=none,id=scratch",
+                "-device", "virtio-blk-pci,drive=scratch"]
+    return cmd
+
+
+def make_scratch_disk(path: Path, uuid: str) -> None:
+    """A fresh ext4 image, made in user space; never mounted on the host."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    try:
+        proc = subprocess.run(
+            ["mkfs.ext4", "-q", "-F", "-U", uuid, "-L", "ima-scratch",
+             "-E", "root_owner=0:0", str(path), SCRATCH_SIZE],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except FileNotFoundError:
+        raise DependencyError("mkfs.ext4 not found: install e2fsprogs ('make deps')") from None
+    if proc.returncode:
+        raise BootError(f"mkfs.ext4 {path} failed: {proc.stdout.strip()}")
+
+
+def boot(req: BootRequest, console_log: Path) -> BootOutcome:
+    """Runs QEMU until it exits or the timeout; the console goes to
+    console_log as it arrives, so a hung guest leaves its log behind."""
+    cmd = command(req)
+    console_log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(console_log, "wb") as out:
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT)
+        except FileNotFoundError:
+            raise DependencyError(f"{cmd[0]} not found: install QEMU ('make deps')") from None
+        timed_out = False
+        try:
+            rc: int | None = proc.wait(timeout=req.timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            rc, timed_out = None, True
+    duration = time.monotonic() - start
+    console = console_log.read_bytes().decode("utf-8", errors="replace")
+    return BootOutcome(console, rc, timed_out, duration, tuple(cmd))
+
+
+def shell_quoted(cmd: tuple[str, ...] | list[str]) -> str:
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+# ---- accelerator ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AccelChoice:
+    accel: str
+    reason: str
+
+
+def _qemu_version(binary: str) -> str:
+    try:
+        out = subprocess.run([binary, "--version"], stdout=subprocess.PIPE, text=True).stdout
+    except FileNotFoundError:
+        raise DependencyError(f"{binary} not found: install QEMU ('make deps')") from None
+    return out.splitlines()[0] if out else "unknown"
+
+
+def choose_accel(arch: Arch, kernel: Path, initrd: Path, cache: Path,
+                 wanted: str = "auto") -> AccelChoice:
+    """KVM only if a KVM guest really boots: on some hosts /dev/kvm exists
+    but the guest hangs silently after the firmware banner.  The verdict is
+    cached per host kernel and QEMU version (delete the cache to re-probe)."""
+    if wanted == "tcg":
+        return AccelChoice("tcg", "requested (ACCEL=tcg)")
+    if os.uname().machine != arch.name:
+        if wanted == "kvm":
+            raise BootError(f"ACCEL=kvm: a {arch.name} guest cannot use KVM on a "
+                            f"{os.uname().machine} host")
+        return AccelChoice("tcg", f"{arch.name} guest on a {os.uname().machine} host")
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        if wanted == "kvm":
+            raise BootError("ACCEL=kvm but /dev/kvm is missing or not accessible")
+        return AccelChoice("tcg", "no usable /dev/kvm")
+    if wanted == "kvm":
+        return AccelChoice("kvm", "requested (ACCEL=kvm)")
+
+    key = f"{arch.name} {os.uname().release} {_qemu_version(arch.qemu)}"
+    verdicts = json.loads(cache.read_text()) if cache.is_file() else {}
+    if key not in verdicts:
+        req = BootRequest(arch, kernel, initrd, None, "ima_selftest.probe=1", "kvm",
+                          256, KVM_PROBE_TIMEOUT)
+        outcome = boot(req, cache.with_name(f"kvm-probe-{arch.name}.log"))
+        verdicts[key] = PROBE_MARKER in outcome.console
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(verdicts, indent=1))
+        cached = ""
+    else:
+        cached = f" (cached in {cache})"
+    if verdicts[key]:
+        return AccelChoice("kvm", "a KVM probe guest booted" + cached)
+    return AccelChoice("tcg", f"a KVM probe guest did not boot within {KVM_PROBE_TIMEOUT}s"
+                       + cached)

@@ -1,0 +1,158 @@
+"""From a boot's console to a cell verdict, and from verdicts to
+results.json, JUnit XML and the summary table."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import ktap, splats as splat_scanner
+from .cases import Case
+from .matrix import Cell
+from .qemu import BootOutcome
+from .splats import Splat
+
+CELL_STATUSES = ("pass", "fail", "timeout", "panic", "error")
+
+
+@dataclass(frozen=True)
+class TestResult:
+    name: str               # "<program>/<case>", e.g. "open_test/open_file.missing_hash.read"
+    status: str             # pass|fail|skip|xfail|xpass
+    reason: str = ""
+    log: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CellResult:
+    cell: Cell
+    accel: str
+    status: str
+    reason: str
+    duration_s: float
+    splats: tuple[Splat, ...] = ()
+    tests: tuple[TestResult, ...] = ()
+    artifacts: Path | None = None
+    ended: bool = False     # the guest printed its end marker
+
+    def counts(self) -> dict[str, int]:
+        counts = {s: 0 for s in ("pass", "fail", "skip", "xfail", "xpass")}
+        for t in self.tests:
+            counts[t.status] += 1
+        return counts
+
+    def test(self, name: str) -> TestResult | None:
+        return next((t for t in self.tests if t.name == name), None)
+
+    def to_json(self) -> dict:
+        c = self.cell
+        return {"id": c.id, "arch": c.arch, "kernel": c.variant, "mode": c.mode,
+                "policy": c.policy, "accel": self.accel, "status": self.status,
+                "reason": self.reason, "duration_s": round(self.duration_s, 2),
+                "splats": [{"kind": s.kind, "title": s.title} for s in self.splats],
+                "tests": [{"name": t.name, "status": t.status, **({"reason": t.reason} if t.reason else {})}
+                          for t in self.tests],
+                "artifacts": str(self.artifacts) if self.artifacts else None}
+
+
+def error_cell(cell: Cell, reason: str, accel: str = "none") -> CellResult:
+    return CellResult(cell, accel, "error", reason, 0.0)
+
+
+def _why_missing(outcome: BootOutcome, run: ktap.GuestRun, suite: str,
+                 found: list[Splat]) -> str:
+    if outcome.timed_out:
+        return f"no result: the guest was killed at the {outcome.duration_s:.0f}s timeout"
+    if any(s.kind == "panic" for s in found):
+        return "no result: the kernel panicked"
+    if not run.began:
+        return "no result: the suite never started (see console.log)"
+    s = next((s for s in run.suites if s.name == suite), None)
+    if s is None:
+        return f"no result: {suite} never ran"
+    return f"no result line from {suite} ({s.status}{': ' + s.reason if s.reason else ''})"
+
+
+def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel: str,
+             artifacts: Path | None = None) -> CellResult:
+    run = ktap.parse(outcome.console)
+    found = tuple(splat_scanner.scan(outcome.console))
+    tests: list[TestResult] = []
+    seen = set()
+    for case in expected:
+        r = run.case(case.suite, case.name)
+        seen.add((case.suite, case.name))
+        if r is None:
+            tests.append(TestResult(case.id, "fail", _why_missing(outcome, run, case.suite, list(found))))
+        else:
+            tests.append(TestResult(case.id, r.status, r.reason, r.log))
+    for suite in run.suites:  # reported but not in the sources: still shown
+        for r in suite.cases:
+            if (suite.name, r.name) not in seen:
+                tests.append(TestResult(f"{suite.name}/{r.name}", r.status, r.reason, r.log))
+
+    failed = [t for t in tests if t.status in ("fail", "xpass")]
+    bad_suites = [s for s in run.suites if s.status in ("fail", "timeout")]
+    if outcome.timed_out:
+        status, reason = "timeout", f"guest did not finish within {outcome.duration_s:.0f}s"
+    elif any(s.kind == "panic" for s in found):
+        status, reason = "panic", next(s.title for s in found if s.kind == "panic")
+    elif found:
+        status, reason = "fail", "kernel splat: " + "; ".join(f"{s.kind}: {s.title}" for s in found)
+    elif not run.ended:
+        status, reason = "fail", "the guest stopped before the end marker (see console.log)"
+    elif failed:
+        status, reason = "fail", f"{len(failed)} test(s) failed: " + ", ".join(t.name for t in failed[:3])
+    elif bad_suites:
+        status, reason = "fail", "; ".join(f"{s.name}: {s.status} {s.reason}".strip() for s in bad_suites)
+    elif run.exit_code:
+        status, reason = "fail", f"make run_tests exited {run.exit_code}"
+    else:
+        status, reason = "pass", ""
+    return CellResult(cell, accel, status, reason, outcome.duration_s, found, tuple(tests),
+                      artifacts, run.ended)
+
+
+# ---- reports ------------------------------------------------------------------
+
+def write_json(path: Path, run_id: str, cells: list[CellResult], timings: dict[str, float],
+               extra: dict | None = None) -> None:
+    doc = {"run_id": run_id, "cells": [c.to_json() for c in cells],
+           "timings": {k: round(v, 2) for k, v in timings.items()}, **(extra or {})}
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def write_junit(path: Path, cells: list[CellResult]) -> None:
+    root = ET.Element("testsuites", name="ima-appraise-matrix")
+    for c in cells:
+        counts = c.counts()
+        suite = ET.SubElement(root, "testsuite", name=c.cell.id, tests=str(len(c.tests) + 1),
+                              failures=str(counts["fail"] + (c.status != "pass")),
+                              skipped=str(counts["skip"]), time=f"{c.duration_s:.2f}")
+        boot = ET.SubElement(suite, "testcase", classname=c.cell.id, name="boot")
+        if c.status != "pass":
+            ET.SubElement(boot, "failure", message=f"{c.status}: {c.reason}")
+        for t in c.tests:
+            case = ET.SubElement(suite, "testcase", classname=c.cell.id, name=t.name)
+            if t.status in ("fail", "xpass"):
+                fail = ET.SubElement(case, "failure", message=t.reason or t.status)
+                fail.text = "\n".join(t.log)
+            elif t.status in ("skip", "xfail"):
+                ET.SubElement(case, "skipped", message=t.reason)
+    ET.indent(root)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def summary_table(cells: list[CellResult]) -> str:
+    width = max([len(c.cell.id) for c in cells] + [4])
+    lines = [f"{'cell':<{width}}  accel  status   pass fail skip   time  notes"]
+    for c in cells:
+        n = c.counts()
+        note = c.reason if c.status != "pass" else ""
+        lines.append(f"{c.cell.id:<{width}}  {c.accel:<5}  {c.status:<7} {n['pass']:>5} "
+                     f"{n['fail']:>4} {n['skip']:>4} {c.duration_s:>5.1f}s  {note}"[:200].rstrip())
+    total = {s: sum(1 for c in cells if c.status == s) for s in CELL_STATUSES}
+    lines.append("cells: " + ", ".join(f"{v} {k}" for k, v in total.items() if v)
+                 + f" (of {len(cells)})")
+    return "\n".join(lines)

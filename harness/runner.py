@@ -1,0 +1,195 @@
+"""Runs a set of matrix cells end to end: kernels, selftests, initramfs,
+accelerator, then the boots (in parallel, one guest CPU each), and writes
+build/results/<run-id>/.  Parsing happens in results.py, not here."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+import time
+import uuid as uuidlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from . import initramfs, kbuild, qemu, results
+from .archs import ARCHS
+from .cases import Case
+from .errors import HarnessError
+from .matrix import Cell, Matrix
+from .results import CellResult
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    cells: list[CellResult]
+    timings: dict[str, float] = field(default_factory=dict)
+    builds: list[dict] = field(default_factory=list)
+
+
+class _Timer:
+    def __init__(self, timings: dict[str, float], phase: str) -> None:
+        self.timings, self.phase = timings, phase
+
+    def __enter__(self) -> None:
+        self.start = time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        self.timings[self.phase] = self.timings.get(self.phase, 0.0) + time.monotonic() - self.start
+
+
+def _fragments(repo: Path, arch: str) -> tuple[Path, ...]:
+    cfg = repo / "kernel-patches" / "config"
+    return (cfg / "common.config", cfg / f"{arch}.config")
+
+
+def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
+        build: Path, *, jobs: int | None = None, accel: str = "auto",
+        log: Log = print) -> RunResult:
+    jobs = jobs or os.cpu_count() or 1
+    t_start = time.monotonic()
+    timings: dict[str, float] = {}
+    run_id = datetime.now().strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+    run_dir = build / "results" / run_id
+    run_dir.mkdir(parents=True)
+    latest = build / "results" / "latest"
+    latest.unlink(missing_ok=True)
+    latest.symlink_to(run_id)
+
+    broken: dict[tuple[str, str], str] = {}     # (arch, variant) -> why it cannot boot
+    kernels: dict[tuple[str, str], kbuild.Kernel] = {}
+    initrds: dict[str, Path] = {}
+    accels: dict[str, qemu.AccelChoice] = {}
+    builds: list[dict] = []
+
+    with _Timer(timings, "extract"):
+        pristine = kbuild.extract(build)
+
+    for arch_name in dict.fromkeys(c.arch for c in cells):
+        arch = ARCHS[arch_name]
+        variants = [v for v in dict.fromkeys(c.variant for c in cells if c.arch == arch_name)]
+        patches: dict[str, tuple[Path, ...]] = {}
+        for v in variants:
+            series = matrix.variants[v].series
+            try:
+                patches[v] = kbuild.read_series(series) if series else ()
+            except HarnessError as e:
+                broken[(arch_name, v)] = str(e)
+        plan = kbuild.plan(build, pristine, arch, patches,
+                           {v: _fragments(repo, arch_name) for v in patches})
+        built: dict[int, kbuild.Kernel | str] = {}
+        for v, k in plan.items():
+            if id(k) not in built:
+                log(f"kernel {arch_name}-{k.variant}: building "
+                    f"({len(k.patches)} patch(es)) ...")
+                t = time.monotonic()
+                try:
+                    with _Timer(timings, f"kernel:{arch_name}-{k.variant}"):
+                        done, compiled = kbuild.build_kernel(build, k, jobs)
+                    built[id(k)] = done
+                    secs = time.monotonic() - t
+                    builds.append({"kernel": f"{arch_name}-{k.variant}", "compiled_objects": compiled,
+                                   "seconds": round(secs, 1)})
+                    log(f"kernel {arch_name}-{k.variant}: {compiled} object(s) compiled "
+                        f"in {secs:.0f}s")
+                except HarnessError as e:
+                    built[id(k)] = str(e)
+                    log(f"kernel {arch_name}-{k.variant}: FAILED\n{e}")
+            outcome = built[id(k)]
+            if isinstance(outcome, str):
+                broken[(arch_name, v)] = outcome
+            else:
+                kernels[(arch_name, v)] = outcome
+                if v != k.variant:
+                    kbuild.link_alias(build, arch, v, outcome)
+
+        try:
+            with _Timer(timings, "selftests"):
+                stage = initramfs.build_selftests(repo, pristine, arch, build, jobs)
+            with _Timer(timings, "initramfs"):
+                initrds[arch_name] = initramfs.build_initramfs(repo, build, arch, stage)
+        except HarnessError as e:
+            log(f"initramfs {arch_name}: FAILED\n{e}")
+            for v in variants:
+                broken.setdefault((arch_name, v), str(e))
+            continue
+
+        some = next((k for (a, _), k in kernels.items() if a == arch_name), None)
+        if some:
+            try:
+                with _Timer(timings, "accel"):
+                    accels[arch_name] = qemu.choose_accel(
+                        arch, some.image, initrds[arch_name], build / "accel.json", accel)
+                log(f"accel {arch_name}: {accels[arch_name].accel} "
+                    f"({accels[arch_name].reason})")
+            except HarnessError as e:
+                for v in variants:
+                    broken.setdefault((arch_name, v), str(e))
+
+    lock = threading.Lock()
+    done_count = [0]
+
+    def one(cell: Cell) -> CellResult:
+        key = (cell.arch, cell.variant)
+        if key in broken:
+            result = results.error_cell(cell, broken[key])
+        else:
+            result = _boot_cell(matrix, cell, kernels[key], initrds[cell.arch],
+                                accels[cell.arch].accel, expected, run_dir, build)
+        with lock:
+            done_count[0] += 1
+            n = result.counts()
+            log(f"[{done_count[0]:>3}/{len(cells)}] {cell.id:<40} {result.status:<7} "
+                f"{n['pass']} passed, {n['fail']} failed, {n['skip']} skipped "
+                f"({result.duration_s:.1f}s){'  ' + result.reason if result.status != 'pass' else ''}")
+        return result
+
+    log(f"booting {len(cells)} cell(s), {jobs} at a time")
+    with _Timer(timings, "boot"):
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            cell_results = list(pool.map(one, cells))
+    timings["total"] = time.monotonic() - t_start
+
+    rr = RunResult(run_id, run_dir, cell_results, timings, builds)
+    results.write_json(run_dir / "results.json", run_id, cell_results, timings,
+                       {"builds": builds, "accel": {a: {"accel": c.accel, "reason": c.reason}
+                                                    for a, c in accels.items()}})
+    results.write_junit(run_dir / "junit.xml", cell_results)
+    (run_dir / "summary.txt").write_text(results.summary_table(cell_results) + "\n")
+    return rr
+
+
+def _boot_cell(matrix: Matrix, cell: Cell, kernel: kbuild.Kernel, initrd: Path, accel: str,
+               expected: tuple[Case, ...], run_dir: Path, build: Path) -> CellResult:
+    out = run_dir / cell.id
+    out.mkdir(parents=True, exist_ok=True)
+    disk = build / "scratch" / f"{cell.id}.img"
+    # A UUID derived from the cell id: the same cell gets the same fsuuid=
+    # rules run after run, which keeps logs comparable.
+    fsuuid = str(uuidlib.UUID(bytes=hashlib.sha256(cell.id.encode()).digest()[:16], version=4))
+    try:
+        qemu.make_scratch_disk(disk, fsuuid)
+    except HarnessError as e:
+        return results.error_cell(cell, str(e), accel)
+    req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, initrd, disk,
+                           f"{qemu.HARNESS_MARKER} {cell.cmdline()}", accel,
+                           matrix.memory, matrix.timeout)
+    (out / "qemu-cmdline.sh").write_text("#!/bin/sh\n# Boots this cell again by hand.\n"
+                                         + qemu.shell_quoted(qemu.command(req)) + "\n")
+    shutil.copyfile(kernel.config, out / "kernel.config")
+    (out / "patches.txt").write_text(
+        f"variant {cell.variant}: {kernel.tree}\n"
+        + "".join(f"{p}  sha256:{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
+                  for p in kernel.patches))
+    try:
+        outcome = qemu.boot(req, out / "console.log")
+    except HarnessError as e:
+        return results.error_cell(cell, str(e), accel)
+    return results.evaluate(cell, outcome, expected, accel, out)
