@@ -15,13 +15,14 @@ per test binary (a "suite" here) and prefixes the binary's own TAP output with
 
 A case's log is what its binary printed as "# ..." (or as plain text) after
 the case's RUN line, or else after the previous case's result, less the
-harness's "OK name"/"FAIL name" line.  A result directive's first word sets
-the status (SKIP, XFAIL, TODO = xfail, XPASS; for a suite SKIP, TIMEOUT) and
-the rest is the reason, "45 seconds" for "# TIMEOUT 45 seconds"; any other
-directive ("# exit=1") is the reason as a whole.  TAP nested
-deeper than one level is kept in the case log, not parsed.  Linux 6.1's
-kselftest_harness.h prints a skipped case as "ok 3 # SKIP reason", without a
-name; the name then comes from the RUN line.
+harness's "OK name"/"FAIL name" line; TAP nested deeper than one level stays
+in the log, unparsed.  Linux 6.1's kselftest_harness.h prints a skipped case
+as "ok 3 # SKIP reason", without a name: the name then comes from the RUN line.
+
+A result directive's first word sets the status (for a case SKIP, XFAIL, TODO
+= xfail, XPASS; for a suite SKIP, TIMEOUT) and the rest of it is the reason,
+e.g. "45 seconds" for "# TIMEOUT 45 seconds"; any other directive ("# exit=1")
+is the reason as a whole.
 
 Kernel messages share the console.  Lines starting with a printk timestamp
 are dropped; a message that interrupted a line (the console is written one

@@ -128,8 +128,8 @@ def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
                               "letters, digits and '-', starting with a letter or digit")
         spec = _mapping({} if spec is None else spec, f"{where}.{name}", _VARIANT_KEYS)
         for key, field in spec.items():
-            if not isinstance(field, str):
-                raise ConfigError(f"{where}.{name}.{key}: expected a string, "
+            if not isinstance(field, str) or not field:
+                raise ConfigError(f"{where}.{name}.{key}: expected a non-empty string, "
                                   f"found {field!r}")
         series = spec.get("series")
         variants[name] = Variant(name, base / series if series else None,
@@ -148,15 +148,17 @@ class _Names:
         allowed = self.allowed[axis]
         if value not in allowed:
             label = "defined variants" if axis == "variants" else "allowed"
+            hint = (" (YAML reads a bare off as false: quote it)"
+                    if isinstance(value, bool) else "")
             raise ConfigError(f"{where}: unknown {_AXES[axis]} {value!r}; "
-                              f"{label}: {_join(allowed)}")
+                              f"{label}: {_join(allowed)}{hint}")
         return value
 
     def axis(self, value: Any, axis: str, where: str) -> tuple[str, ...]:
         """value as a tuple of names, none twice."""
         if not isinstance(value, list) or not value:
-            raise ConfigError(f"{where}: expected a non-empty list of {_AXES[axis]}s "
-                              f"out of {_join(self.allowed[axis])}; found {value!r}")
+            raise ConfigError(f"{where}: expected a non-empty list of {axis} out of "
+                              f"{_join(self.allowed[axis])}; found {value!r}")
         for i, name in enumerate(value):
             self.one(name, axis, where)
             if name in value[:i]:

@@ -11,11 +11,10 @@ lockdep "WARNING: ..." headline is never also a "warning".  Rules:
 - A splat's body runs from its headline to the end of its first call trace
   (x86: "</TASK>"; arm64: the last indented line after "Call trace:"), to a
   "---[ end trace", "=====" or "[ cut here ]" line, or for at most MAX_BODY
-  kernel lines.
-  Headlines in a body belong to the same incident and are not reported, e.g.
-  the "Oops: 0002 [#1] ..." that x86 prints a few lines after "BUG: kernel
-  NULL pointer dereference"; "Kernel panic" always is.  Should another CPU's
-  splat interleave with a body, it is missed.
+  kernel lines.  Headlines in a body belong to the same incident and are not
+  reported, e.g. the "Oops: 0002 [#1] ..." that x86 prints a few lines after
+  "BUG: kernel NULL pointer dereference"; "Kernel panic" always is.  Should
+  another CPU's splat interleave with a body, it is missed.
 - lockdep's "turning off the locking correctness validator." has no body and
   absorbs a "BUG:" line up to LOCKDEP_OFF_CAUSE lines before it, which is then
   the cause in its title (e.g. "BUG: MAX_LOCKDEP_ENTRIES too low!").
@@ -34,6 +33,10 @@ from dataclasses import dataclass
 
 from .ktap import PRINTK_TIMESTAMP
 
+# The guest init prints the kernel messages it kept off the console
+# (levels 5-7, such as lockdep's KERN_DEBUG "turning off ...") after its end
+# marker, each line prefixed so.
+DMESG_PREFIX = "dmesg: "
 MAX_BODY = 100
 LOCKDEP_OFF_CAUSE = 3
 
@@ -87,7 +90,7 @@ def _kernel_lines(console: str) -> list[tuple[int, str]]:
     kernel message, text keeping its indentation."""
     lines = []
     for number, raw in enumerate(console.split("\n"), 1):
-        line = raw.strip("\r")
+        line = raw.strip("\r").removeprefix(DMESG_PREFIX)
         m = PRINTK_TIMESTAMP.search(line)
         if line.startswith("#") and not (m and line[:m.start()].strip("# ")):
             continue

@@ -1,0 +1,249 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness import matrix
+from harness.errors import ConfigError
+from harness.matrix import Cell, Variant
+
+
+def config() -> dict[str, Any]:
+    return {
+        "variants": {
+            "stock": {},
+            "patched": {"series": "kernel-patches/series"},
+            "skip-exec-appraisal": {
+                "series": "kernel-patches/regressions/skip-exec-appraisal.series",
+                "note": "reverts the exec appraisal fix"},
+        },
+        "matrix": {
+            "archs": ["x86_64", "aarch64"],
+            "modes": ["enforce", "fix", "log", "off"],
+            "policies": ["builtin", "legacy", "custom"],
+            "variants": ["stock", "patched"],
+            "exclude": [{"policy": "legacy", "variant": "patched"}],
+        },
+        "timeout": 200,
+    }
+
+
+@pytest.fixture
+def write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Writes a config (or text) to ./matrix.yaml in a temporary directory and
+    returns the relative path, so that messages start with "matrix.yaml:"."""
+    monkeypatch.chdir(tmp_path)
+
+    def write(content: Any) -> Path:
+        path = Path("matrix.yaml")
+        if not isinstance(content, str):
+            content = yaml.safe_dump(content, sort_keys=False)
+        path.write_text(content)
+        return path
+    return write
+
+
+def test_the_repository_matrix_loads() -> None:
+    assert matrix.load(Path(__file__).parents[2] / "matrix.yaml").cells
+
+
+def test_load(write) -> None:
+    m = matrix.load(write(config()))
+    assert m.path == Path("matrix.yaml")
+    assert m.variants == {
+        "stock": Variant("stock", None),
+        "patched": Variant("patched", Path("kernel-patches/series")),
+        "skip-exec-appraisal": Variant(
+            "skip-exec-appraisal",
+            Path("kernel-patches/regressions/skip-exec-appraisal.series"),
+            "reverts the exec appraisal fix"),
+    }
+    assert (m.timeout, m.memory) == (200, matrix.DEFAULT_MEMORY)
+    # 2 archs x 2 variants x 4 modes x 3 policies, less 2 x 4 legacy-patched.
+    assert len(m.cells) == 48 - 8
+    assert [c.id for c in m.cells[:7]] == [
+        "x86_64-stock-enforce-builtin", "x86_64-stock-enforce-legacy",
+        "x86_64-stock-enforce-custom", "x86_64-stock-fix-builtin",
+        "x86_64-stock-fix-legacy", "x86_64-stock-fix-custom",
+        "x86_64-stock-log-builtin"]
+    assert m.cells[12] == Cell("x86_64", "patched", "enforce", "builtin")
+    assert m.cells[13] == Cell("x86_64", "patched", "enforce", "custom")
+    assert m.cells[-1].id == "aarch64-patched-off-custom"
+    assert not any(c.policy == "legacy" and c.variant == "patched" for c in m.cells)
+
+
+def test_series_is_relative_to_the_matrix_file(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    path = tmp_path / "conf" / "matrix.yaml"
+    path.write_text(yaml.safe_dump(config(), sort_keys=False))
+    m = matrix.load(path)
+    assert m.variants["patched"].series == tmp_path / "conf" / "kernel-patches/series"
+
+
+def test_defaults(write) -> None:
+    c = config()
+    del c["timeout"], c["matrix"]["exclude"]
+    c["variants"]["stock"] = None   # "stock:" with nothing after it
+    m = matrix.load(write(c))
+    assert (m.timeout, m.memory) == (150, 512)
+    assert len(m.cells) == 48
+    assert m.variants["stock"] == Variant("stock", None, "")
+
+
+@pytest.mark.parametrize("policy, expected", [
+    ("builtin", "ima_appraise=enforce ima_policy=appraise_tcb"),
+    ("legacy", "ima_appraise=enforce ima_appraise_tcb"),
+    ("custom", "ima_appraise=enforce"),
+])
+def test_cmdline(policy: str, expected: str) -> None:
+    assert Cell("x86_64", "stock", "enforce", policy).cmdline() == expected
+
+
+def test_exclusions(write) -> None:
+    c = config()
+    c["matrix"]["exclude"] = [{"arch": "aarch64"}, {"mode": "off", "policy": "custom"},
+                              {"arch": "x86_64", "variant": "stock", "mode": "fix",
+                               "policy": "builtin"}]
+    cells = matrix.load(write(c)).cells
+    assert len(cells) == 24 - 2 - 1
+    assert all(c.arch == "x86_64" for c in cells)
+    assert Cell("x86_64", "stock", "off", "builtin") in cells
+    assert Cell("x86_64", "stock", "off", "custom") not in cells
+    assert Cell("x86_64", "stock", "fix", "builtin") not in cells
+    assert Cell("x86_64", "patched", "fix", "builtin") in cells
+
+
+def test_overrides(write) -> None:
+    path = write(config())
+    m = matrix.load(path, archs=["aarch64"], variants=["skip-exec-appraisal", "patched"],
+                    modes=("enforce",), policies=iter(["legacy", "builtin"]))
+    assert [c.id for c in m.cells] == [
+        "aarch64-skip-exec-appraisal-enforce-legacy",
+        "aarch64-skip-exec-appraisal-enforce-builtin",
+        "aarch64-patched-enforce-builtin"]      # legacy-patched is excluded
+    assert len(matrix.load(path, archs="x86_64,aarch64", modes="off").cells) == 10
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"archs": ["riscv"]},
+     "command line --archs: unknown arch 'riscv'; allowed: x86_64, aarch64"),
+    ({"variants": ["foo"]},
+     "command line --variants: unknown variant 'foo'; "
+     "defined variants: stock, patched, skip-exec-appraisal"),
+    ({"modes": []},
+     "command line --modes: expected a non-empty list of modes out of "
+     "enforce, fix, log, off; found []"),
+    ({"policies": ["custom", "custom"]},
+     "command line --policies: policy 'custom' is listed twice"),
+    ({"variants": ["patched"], "policies": ["legacy"]},
+     "matrix.yaml: matrix.exclude: excludes every cell of archs [x86_64, aarch64] x "
+     "variants [patched] x modes [enforce, fix, log, off] x policies [legacy]; "
+     "drop an exclusion or choose other axis values"),
+])
+def test_override_errors(write, overrides: dict[str, list[str]], message: str) -> None:
+    path = write(config())
+    with pytest.raises(ConfigError) as e:
+        matrix.load(path, **overrides)
+    assert str(e.value) == message
+
+
+def _set(keys: str, value: Any) -> dict[str, Any]:
+    """config() with the value at the dotted key path replaced (or deleted,
+    for value=KeyError)."""
+    c = config()
+    *parents, last = keys.split(".")
+    node = c
+    for key in parents:
+        node = node[key]
+    if value is KeyError:
+        del node[last]
+    else:
+        node[last] = value
+    return c
+
+
+@pytest.mark.parametrize("content, message", [
+    (_set("matrix.archs", ["x86_64", "riscv"]),
+     "matrix.yaml: matrix.archs: unknown arch 'riscv'; allowed: x86_64, aarch64"),
+    (_set("matrix.mode", ["enforce"]),
+     "matrix.yaml: matrix: unknown key 'mode'; "
+     "allowed: archs, modes, policies, variants, exclude"),
+    (_set("matrix.variants", ["stock", "foo"]),
+     "matrix.yaml: matrix.variants: unknown variant 'foo'; "
+     "defined variants: stock, patched, skip-exec-appraisal"),
+    ("variants: {stock: {}}\nmatrix: {archs: [x86_64], modes: [off], policies: [custom],"
+     " variants: [stock]}\n",
+     "matrix.yaml: matrix.modes: unknown mode False; allowed: enforce, fix, log, off "
+     "(YAML reads a bare off as false: quote it)"),
+    (_set("timeout", "abc"),
+     "matrix.yaml: timeout: expected a positive integer, found 'abc'"),
+    (_set("memory", 0),
+     "matrix.yaml: memory: expected a positive integer, found 0"),
+    (_set("memory", True),
+     "matrix.yaml: memory: expected a positive integer, found True"),
+    (_set("matrix.modes", ["enforce", "log", "enforce"]),
+     "matrix.yaml: matrix.modes: mode 'enforce' is listed twice"),
+    (_set("matrix.policies", []),
+     "matrix.yaml: matrix.policies: expected a non-empty list of policies out of "
+     "builtin, legacy, custom; found []"),
+    (_set("matrix.policies", "builtin"),
+     "matrix.yaml: matrix.policies: expected a non-empty list of policies out of "
+     "builtin, legacy, custom; found 'builtin'"),
+    (_set("matrix.archs", KeyError),
+     "matrix.yaml: matrix: missing key 'archs'; "
+     "required: archs, variants, modes, policies"),
+    (_set("matrix", KeyError),
+     "matrix.yaml: missing key 'matrix'; required: variants, matrix"),
+    (_set("arch", ["x86_64"]),
+     "matrix.yaml: unknown key 'arch'; allowed: variants, matrix, timeout, memory"),
+    (_set("matrix.exclude", [{"policy": "legacy", "variant": "patched"}, {"modes": "off"}]),
+     "matrix.yaml: matrix.exclude[1]: unknown key 'modes'; "
+     "allowed: arch, variant, mode, policy"),
+    (_set("matrix.exclude", [{"mode": "audit"}]),
+     "matrix.yaml: matrix.exclude[0].mode: unknown mode 'audit'; "
+     "allowed: enforce, fix, log, off"),
+    (_set("matrix.exclude", [{}]),
+     "matrix.yaml: matrix.exclude: excludes every cell of archs [x86_64, aarch64] x "
+     "variants [stock, patched] x modes [enforce, fix, log, off] x "
+     "policies [builtin, legacy, custom]; drop an exclusion or choose other axis values"),
+    (_set("matrix.exclude", {"policy": "legacy"}),
+     "matrix.yaml: matrix.exclude: expected a list of mappings with keys "
+     "arch, variant, mode, policy; found {'policy': 'legacy'}"),
+    (_set("variants.Patched", {}),
+     "matrix.yaml: variants: bad variant name 'Patched'; use lower-case letters, "
+     "digits and '-', starting with a letter or digit"),
+    (_set("variants.patched", {"series": ["a.patch"]}),
+     "matrix.yaml: variants.patched.series: expected a non-empty string, "
+     "found ['a.patch']"),
+    (_set("variants.patched", {"series": ""}),
+     "matrix.yaml: variants.patched.series: expected a non-empty string, found ''"),
+    (_set("variants.patched", {"serie": "kernel-patches/series"}),
+     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, note"),
+    (_set("variants", {}),
+     "matrix.yaml: variants: expected a mapping of variant names to {series, note}; "
+     "found {}"),
+    ([1, 2],
+     "matrix.yaml: expected a mapping with keys variants, matrix, timeout, memory; "
+     "found [1, 2]"),
+    ("",
+     "matrix.yaml: expected a mapping with keys variants, matrix, timeout, memory; "
+     "found None"),
+    ("variants:\n  stock: {}\nmatrix: [x86_64\n",
+     "matrix.yaml:4: YAML syntax error: expected ',' or ']', but got '<stream end>'; "
+     "fix the file (schema: harness/matrix.py)"),
+])
+def test_errors(write, content: Any, message: str) -> None:
+    path = write(content)
+    with pytest.raises(ConfigError) as e:
+        matrix.load(path)
+    assert str(e.value) == message
+
+
+def test_unreadable(tmp_path: Path) -> None:
+    path = tmp_path / "missing.yaml"
+    with pytest.raises(ConfigError) as e:
+        matrix.load(path)
+    assert str(e.value) == f"{path}: cannot read the matrix file: No such file or directory"

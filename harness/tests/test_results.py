@@ -1,0 +1,83 @@
+"""evaluate() on consoles recorded from real guests (test_data/real_*)."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from harness import results
+from harness.cases import expected_cases
+from harness.matrix import Cell
+from harness.qemu import BootOutcome
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "test_data"
+EXPECTED = expected_cases(REPO / "selftests")
+CELL = Cell("aarch64", "stock", "fix", "custom")
+
+
+def outcome(console: str, timed_out: bool = False) -> BootOutcome:
+    return BootOutcome(console, None if timed_out else 0, timed_out, 4.2, ("qemu",))
+
+
+def real(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def test_real_passing_cell() -> None:
+    r = results.evaluate(CELL, outcome(real("real_aarch64_fix_custom_pass.log")), EXPECTED, "tcg")
+    assert (r.status, r.reason, r.splats, r.ended) == ("pass", "", (), True)
+    assert r.counts() == {"pass": 15, "fail": 0, "skip": 0, "xfail": 0, "xpass": 0}
+    assert [t.name for t in r.tests] == [c.id for c in EXPECTED]
+
+
+def test_real_guest_without_the_harness_marker_skips_everything() -> None:
+    r = results.evaluate(CELL, outcome(real("real_x86_64_no_marker.log")), EXPECTED, "tcg")
+    assert r.counts()["skip"] == len(EXPECTED)
+    assert all("not booted by the IMA selftest harness" in t.reason for t in r.tests)
+
+
+def test_timeout_mid_suite_fails_the_missing_cases() -> None:
+    console = real("real_aarch64_fix_custom_pass.log")
+    cut = console.index("# selftests: ima_appraise: exec_test")
+    r = results.evaluate(CELL, outcome(console[:cut], timed_out=True), EXPECTED, "tcg")
+    assert r.status == "timeout"
+    assert r.test("open_test/open_file.missing_hash.read").status == "pass"
+    missing = r.test("exec_test/exec_file.missing_hash.execve")
+    assert missing.status == "fail"
+    assert missing.reason == "no result: the guest was killed at the 4s timeout"
+
+
+def test_a_splat_fails_the_cell_even_if_every_test_passed() -> None:
+    console = real("real_aarch64_fix_custom_pass.log")
+    splat = (DATA / "lockdep_circular.log").read_text()
+    r = results.evaluate(CELL, outcome(console + splat), EXPECTED, "tcg")
+    assert r.status == "fail"
+    assert r.counts()["pass"] == 15
+    assert [s.kind for s in r.splats] == ["lockdep-circular"]
+    assert r.reason.startswith("kernel splat: lockdep-circular: possible circular locking")
+
+
+def test_no_begin_marker() -> None:
+    r = results.evaluate(CELL, outcome("Linux version 6.1.192\n"), EXPECTED, "tcg")
+    assert r.status == "fail"
+    assert r.tests[0].reason == "no result: the suite never started (see console.log)"
+
+
+def test_reports(tmp_path: Path) -> None:
+    ok = results.evaluate(CELL, outcome(real("real_aarch64_fix_custom_pass.log")), EXPECTED, "tcg")
+    bad = results.error_cell(Cell("x86_64", "patched", "log", "builtin"),
+                             "kernel-patches/0001-x.patch does not apply")
+    results.write_json(tmp_path / "results.json", "run-1", [ok, bad], {"boot": 8.01})
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["run_id"] == "run-1" and doc["timings"] == {"boot": 8.01}
+    assert {k: doc["cells"][0][k] for k in ("id", "arch", "kernel", "mode", "policy",
+                                            "accel", "status")} == {
+        "id": "aarch64-stock-fix-custom", "arch": "aarch64", "kernel": "stock", "mode": "fix",
+        "policy": "custom", "accel": "tcg", "status": "pass"}
+    assert doc["cells"][1]["status"] == "error"
+    results.write_junit(tmp_path / "junit.xml", [ok, bad])
+    root = ET.parse(tmp_path / "junit.xml").getroot()
+    assert [s.get("failures") for s in root] == ["0", "1"]
+    table = results.summary_table([ok, bad])
+    assert "aarch64-stock-fix-custom" in table and table.endswith("cells: 1 pass, 1 error (of 2)")
