@@ -38,10 +38,6 @@
 /* Size of a test directory path: short, so dir + "/name" always fits. */
 #define DIR_MAX 256
 
-#ifndef __maybe_unused
-#define __maybe_unused __attribute__((unused))
-#endif
-
 /* security.ima layout for a sha256 digest: IMA_XATTR_DIGEST_NG, algo, digest */
 #define IMA_XATTR_DIGEST_NG 0x04
 #define HASH_ALGO_SHA256 4
@@ -89,7 +85,7 @@ static const uint32_t sha256_k[64] = {
 
 #define ROR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
-static __maybe_unused void sha256_block(struct sha256 *s, const uint8_t *p)
+static inline void sha256_block(struct sha256 *s, const uint8_t *p)
 {
 	uint32_t w[64], a, b, c, d, e, f, g, h, t1, t2;
 	int i;
@@ -117,7 +113,7 @@ static __maybe_unused void sha256_block(struct sha256 *s, const uint8_t *p)
 	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
 }
 
-static __maybe_unused void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
+static inline void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
 {
 	static const uint32_t init[8] = {
 		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -148,7 +144,7 @@ static __maybe_unused void sha256(const void *data, size_t len, uint8_t out[SHA2
 
 /* ---- the cell: harness marker, ima_appraise= and policy source ---- */
 
-static __maybe_unused bool cmdline_has(const char *cmdline, const char *token)
+static inline bool cmdline_has(const char *cmdline, const char *token)
 {
 	size_t len = strlen(token);
 	const char *p = cmdline;
@@ -176,12 +172,12 @@ static const char *cmdline_value(const char *cmdline, const char *key,
 	}
 	if (!found)
 		return NULL;
-	snprintf(val, size, "%.*s", (int)strcspn(found, " \n"), found);
+	snprintf(val, size, "%.*s", (int)strcspn(found, "\n "), found);
 	return val;
 }
 
 /* Returns 0, or an errno if /proc/cmdline cannot be read. */
-static __maybe_unused int read_cell(struct cell *cell)
+static inline int read_cell(struct cell *cell)
 {
 	char cmdline[4096], val[256];
 	ssize_t len;
@@ -222,7 +218,7 @@ static __maybe_unused int read_cell(struct cell *cell)
 
 /* ---- probes: return 0 or the errno of the failing call ---- */
 
-static __maybe_unused int test_open(const char *path, int flags)
+static inline int test_open(const char *path, int flags)
 {
 	int fd = open(path, flags | O_CLOEXEC);
 
@@ -239,7 +235,7 @@ static __maybe_unused int test_open(const char *path, int flags)
  */
 #define EXEC_HELPER_STATUS 42
 
-static __maybe_unused int test_execve(const char *path)
+static inline int test_execve(const char *path)
 {
 	int pipefd[2], err = 0, status;
 	pid_t pid;
@@ -272,7 +268,7 @@ static __maybe_unused int test_execve(const char *path)
 	return 0;
 }
 
-static __maybe_unused int test_mmap_exec(int fd, size_t len)
+static inline int test_mmap_exec(int fd, size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
 
@@ -284,8 +280,8 @@ static __maybe_unused int test_mmap_exec(int fd, size_t len)
 
 /* ---- security.ima ---- */
 
-static __maybe_unused void ima_digest_xattr(const void *data, size_t len,
-			     uint8_t out[IMA_XATTR_LEN])
+static inline void ima_digest_xattr(const void *data, size_t len,
+				    uint8_t out[IMA_XATTR_LEN])
 {
 	out[0] = IMA_XATTR_DIGEST_NG;
 	out[1] = HASH_ALGO_SHA256;
@@ -293,7 +289,7 @@ static __maybe_unused void ima_digest_xattr(const void *data, size_t len,
 }
 
 /* Returns the length read, or -errno. */
-static __maybe_unused ssize_t get_ima(const char *path, uint8_t *buf, size_t size)
+static inline ssize_t get_ima(const char *path, uint8_t *buf, size_t size)
 {
 	ssize_t len = getxattr(path, XATTR_IMA, buf, size);
 
@@ -301,8 +297,8 @@ static __maybe_unused ssize_t get_ima(const char *path, uint8_t *buf, size_t siz
 }
 
 /* Reads a whole file into a malloc'ed buffer. */
-static __maybe_unused void *read_file(struct __test_metadata *const _metadata,
-		       const char *path, size_t *len)
+static inline void *read_file(struct __test_metadata *const _metadata,
+			      const char *path, size_t *len)
 {
 	struct stat st;
 	char *data;
@@ -323,8 +319,8 @@ static __maybe_unused void *read_file(struct __test_metadata *const _metadata,
 }
 
 /* Creates path (root-owned, 0755) holding data; IMA may label it on close. */
-static __maybe_unused void create_file(struct __test_metadata *const _metadata,
-			const char *path, const void *data, size_t len)
+static inline void create_file(struct __test_metadata *const _metadata,
+			       const char *path, const void *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
 
@@ -341,9 +337,9 @@ static __maybe_unused void create_file(struct __test_metadata *const _metadata,
  * value for the file's contents; the wrong one is good with its digest
  * bytes inverted, so it is well formed and only the digest mismatches.
  */
-static __maybe_unused void set_ima_state(struct __test_metadata *const _metadata,
-			  const char *path, enum ima_state state,
-			  const uint8_t good[IMA_XATTR_LEN])
+static inline void set_ima_state(struct __test_metadata *const _metadata,
+				 const char *path, enum ima_state state,
+				 const uint8_t good[IMA_XATTR_LEN])
 {
 	uint8_t wrong[IMA_XATTR_LEN];
 	int i;
@@ -372,21 +368,20 @@ static __maybe_unused void set_ima_state(struct __test_metadata *const _metadata
 }
 
 /* The errno an open/exec/mmap of a file in this state must get. */
-static __maybe_unused int expected_errno(const struct cell *cell, enum ima_state state)
+static inline int expected_errno(const struct cell *cell, enum ima_state state)
 {
-	if (cell->mode == MODE_ENFORCE && state != STATE_CORRECT)
-		return EACCES;
-	return 0;
+	return cell->mode == MODE_ENFORCE && state != STATE_CORRECT ? EACCES :
+								      0;
 }
 
 /*
  * After an access, security.ima must hold: the correct digest in fix mode
  * (ima_fix_xattr), and whatever it held before in every other mode.
  */
-static __maybe_unused void assert_ima_after(struct __test_metadata *const _metadata,
-			     const struct cell *cell, const char *path,
-			     enum ima_state before,
-			     const uint8_t good[IMA_XATTR_LEN])
+static inline void assert_ima_after(struct __test_metadata *const _metadata,
+				    const struct cell *cell, const char *path,
+				    enum ima_state before,
+				    const uint8_t good[IMA_XATTR_LEN])
 {
 	uint8_t seen[IMA_XATTR_LEN + 64];
 	ssize_t len = get_ima(path, seen, sizeof(seen));
@@ -430,8 +425,8 @@ static const char *scratch_dir(void)
 }
 
 /* The ext4 UUID of the filesystem mounted at dir, as fsuuid= spells it. */
-static __maybe_unused void scratch_fsuuid(struct __test_metadata *const _metadata,
-			   const char *dir, char uuid[37])
+static inline void scratch_fsuuid(struct __test_metadata *const _metadata,
+				  const char *dir, char uuid[37])
 {
 	char dev[PATH_MAX], mnt[PATH_MAX], line[2 * PATH_MAX + 64];
 	uint8_t u[16];
@@ -460,10 +455,11 @@ static __maybe_unused void scratch_fsuuid(struct __test_metadata *const _metadat
 	/* s_uuid: offset 0x68 of the superblock, which starts at 1024. */
 	ASSERT_EQ(16, pread(fd, u, 16, 1024 + 0x68));
 	close(fd);
-	snprintf(uuid, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
-		 u[10], u[11], u[12], u[13], u[14], u[15]);
+	snprintf(
+		uuid, 37,
+		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
 /*
@@ -476,8 +472,8 @@ static __maybe_unused void scratch_fsuuid(struct __test_metadata *const _metadat
  * boot policy, so it is written once per boot: every later test finds the
  * rules there and appends nothing.
  */
-static __maybe_unused void load_custom_policy(struct __test_metadata *const _metadata,
-			       const char *dir)
+static inline void load_custom_policy(struct __test_metadata *const _metadata,
+				      const char *dir)
 {
 	static const char *const funcs[] = {
 		"func=FILE_CHECK mask=MAY_READ",
@@ -506,7 +502,7 @@ static __maybe_unused void load_custom_policy(struct __test_metadata *const _met
 	if (strstr(current, uuid))
 		return;
 
-	for (i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(funcs); i++)
 		used += snprintf(rules + used, sizeof(rules) - used,
 				 "appraise %s fsuuid=%s fowner=0\n", funcs[i],
 				 uuid);
@@ -521,8 +517,8 @@ static __maybe_unused void load_custom_policy(struct __test_metadata *const _met
 		len = write(fd, rules + done, used - done);
 		ASSERT_LT(0, len)
 		{
-			TH_LOG("IMA rejected the policy at: %s (%s)", rules + done,
-			       strerror(errno));
+			TH_LOG("IMA rejected the policy at: %s (%s)",
+			       rules + done, strerror(errno));
 		}
 	}
 	ASSERT_EQ(0, close(fd));
@@ -534,8 +530,9 @@ static __maybe_unused void load_custom_policy(struct __test_metadata *const _met
  * where the cell wants one, and dir is a fresh directory on the scratch
  * ext4 filesystem.
  */
-static __maybe_unused bool setup_cell(struct __test_metadata *const _metadata,
-		       struct cell *cell, char dir[DIR_MAX], const char *tag)
+static inline bool setup_cell(struct __test_metadata *const _metadata,
+			      struct cell *cell, char dir[DIR_MAX],
+			      const char *tag)
 {
 	const char *scratch = scratch_dir();
 	struct statfs sfs;
@@ -543,8 +540,8 @@ static __maybe_unused bool setup_cell(struct __test_metadata *const _metadata,
 	ASSERT_EQ(0, read_cell(cell));
 	if (!cell->harness) {
 		SKIP(return true,
-		     "not booted by the IMA selftest harness (no %s on the kernel command line): these tests rewrite the IMA policy and security.ima and only run in its guests",
-		     IMA_SELFTEST_MARKER);
+			    "not booted by the IMA selftest harness (no %s on the kernel command line): these tests rewrite the IMA policy and security.ima and only run in its guests",
+			    IMA_SELFTEST_MARKER);
 	}
 	ASSERT_EQ(0, geteuid());
 	ASSERT_EQ(0, statfs(scratch, &sfs))
@@ -567,8 +564,8 @@ static __maybe_unused bool setup_cell(struct __test_metadata *const _metadata,
 }
 
 /* Removes the files a test made, then its directory. */
-static __maybe_unused void cleanup_dir(struct __test_metadata *const _metadata,
-			const char *dir, const char *const names[])
+static inline void cleanup_dir(struct __test_metadata *const _metadata,
+			       const char *dir, const char *const names[])
 {
 	char path[PATH_MAX];
 

@@ -35,18 +35,15 @@ FIXTURE_VARIANT(exec_file)
 	enum ima_state state;
 };
 
-FIXTURE_VARIANT_ADD(exec_file, missing_hash)
-{
+FIXTURE_VARIANT_ADD(exec_file, missing_hash){
 	.state = STATE_MISSING,
 };
 
-FIXTURE_VARIANT_ADD(exec_file, wrong_hash)
-{
+FIXTURE_VARIANT_ADD(exec_file, wrong_hash){
 	.state = STATE_WRONG,
 };
 
-FIXTURE_VARIANT_ADD(exec_file, correct_hash)
-{
+FIXTURE_VARIANT_ADD(exec_file, correct_hash){
 	.state = STATE_CORRECT,
 };
 
@@ -88,10 +85,18 @@ FIXTURE_TEARDOWN(exec_file)
 
 TEST_F(exec_file, execve)
 {
+	int ret;
+
 	if (self->skip)
 		return;
-	ASSERT_EQ(expected_errno(&self->cell, variant->state),
-		  test_execve(self->path));
+	ret = test_execve(self->path);
+	ASSERT_EQ(expected_errno(&self->cell, variant->state), ret)
+	{
+		TH_LOG("execve %s: %s", self->path,
+		       ret == -1 ?
+			       "it ran, but did not exit with status 42 (killed after the point of no return?)" :
+			       strerror(ret));
+	}
 	assert_ima_after(_metadata, &self->cell, self->path, variant->state,
 			 self->good);
 }

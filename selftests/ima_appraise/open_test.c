@@ -36,18 +36,15 @@ FIXTURE_VARIANT(open_file)
 	enum ima_state state;
 };
 
-FIXTURE_VARIANT_ADD(open_file, missing_hash)
-{
+FIXTURE_VARIANT_ADD(open_file, missing_hash){
 	.state = STATE_MISSING,
 };
 
-FIXTURE_VARIANT_ADD(open_file, wrong_hash)
-{
+FIXTURE_VARIANT_ADD(open_file, wrong_hash){
 	.state = STATE_WRONG,
 };
 
-FIXTURE_VARIANT_ADD(open_file, correct_hash)
-{
+FIXTURE_VARIANT_ADD(open_file, correct_hash){
 	.state = STATE_CORRECT,
 };
 

@@ -1,0 +1,79 @@
+"""Series reading and patch application on a toy tree (no kernel needed)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import kbuild
+from harness.errors import BuildError, ConfigError
+
+PATCH = """\
+--- a/lib/answer.c
++++ b/lib/answer.c
+@@ -1 +1 @@
+-int answer = 41;
++int answer = 42;
+"""
+
+
+@pytest.fixture
+def pristine(tmp_path: Path) -> Path:
+    tree = tmp_path / "src" / "linux-source-6.1"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "lib" / "answer.c").write_text("int answer = 41;\n")
+    (tree / "lib" / "other.c").write_text("int other;\n")
+    return tree
+
+
+def test_read_series(tmp_path: Path) -> None:
+    (tmp_path / "0001-a.patch").write_text(PATCH)
+    (tmp_path / "series").write_text("# group\n0001-a.patch -p1\n\n")
+    assert kbuild.read_series(tmp_path / "series") == (tmp_path / "0001-a.patch",)
+
+
+def test_read_series_names_the_missing_patch(tmp_path: Path) -> None:
+    (tmp_path / "series").write_text("# group\n0002-gone.patch\n")
+    with pytest.raises(ConfigError) as e:
+        kbuild.read_series(tmp_path / "series")
+    assert str(e.value) == (f"{tmp_path}/series:2: patch '0002-gone.patch' does not exist "
+                            f"(looked for {tmp_path}/0002-gone.patch); add the file or drop the line")
+
+
+def test_patched_copy_leaves_the_pristine_tree_alone(pristine: Path, tmp_path: Path) -> None:
+    patch = tmp_path / "0001-a.patch"
+    patch.write_text(PATCH)
+    tree = kbuild.patched_tree(pristine, "fixed", (patch,), tmp_path / "log")
+    assert (tree / "lib" / "answer.c").read_text() == "int answer = 42;\n"
+    assert (pristine / "lib" / "answer.c").read_text() == "int answer = 41;\n"
+    # Untouched files stay hard links: the copy costs no space.
+    assert os.stat(tree / "lib" / "other.c").st_ino == os.stat(pristine / "lib" / "other.c").st_ino
+    # Same patches: the tree is reused as it is.
+    mtime = (tree / "lib" / "answer.c").stat().st_mtime_ns
+    assert kbuild.patched_tree(pristine, "fixed", (patch,), tmp_path / "log") == tree
+    assert (tree / "lib" / "answer.c").stat().st_mtime_ns == mtime
+
+
+def test_dropping_a_patch_gives_the_file_a_fresh_mtime(pristine: Path, tmp_path: Path) -> None:
+    patch = tmp_path / "0001-a.patch"
+    patch.write_text(PATCH)
+    kbuild.patched_tree(pristine, "v", (patch,), tmp_path / "log")
+    other = tmp_path / "0002-b.patch"
+    other.write_text("--- a/lib/other.c\n+++ b/lib/other.c\n@@ -1 +1 @@\n"
+                     "-int other;\n+int other = 1;\n")
+    tree = kbuild.patched_tree(pristine, "v", (other,), tmp_path / "log")
+    # answer.c is pristine again, but newer than any object built from the
+    # patched version, so kbuild recompiles it.
+    assert (tree / "lib" / "answer.c").read_text() == "int answer = 41;\n"
+    assert (tree / "lib" / "answer.c").stat().st_mtime_ns > (pristine / "lib" / "answer.c").stat().st_mtime_ns
+
+
+def test_a_patch_that_does_not_apply_is_named(pristine: Path, tmp_path: Path) -> None:
+    patch = tmp_path / "0001-stale.patch"
+    patch.write_text(PATCH.replace("41", "40"))
+    with pytest.raises(BuildError) as e:
+        kbuild.patched_tree(pristine, "v", (patch,), tmp_path / "log")
+    assert str(e.value).startswith(
+        f"{patch} does not apply to linux-source-6.1 (variant 'v'). "
+        f"Refresh it against {pristine} or drop it from the series.\n")
