@@ -35,17 +35,22 @@ FIXTURE_VARIANT(exec_file)
 	enum ima_state state;
 };
 
-FIXTURE_VARIANT_ADD(exec_file, missing_hash){
+/* clang-format off */
+FIXTURE_VARIANT_ADD(exec_file, missing_hash)
+{
 	.state = STATE_MISSING,
 };
 
-FIXTURE_VARIANT_ADD(exec_file, wrong_hash){
+FIXTURE_VARIANT_ADD(exec_file, wrong_hash)
+{
 	.state = STATE_WRONG,
 };
 
-FIXTURE_VARIANT_ADD(exec_file, correct_hash){
+FIXTURE_VARIANT_ADD(exec_file, correct_hash)
+{
 	.state = STATE_CORRECT,
 };
+/* clang-format on */
 
 /* exec_helper sits next to this test's own binary. */
 static void helper_path(struct __test_metadata *const _metadata,

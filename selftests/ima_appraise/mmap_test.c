@@ -39,17 +39,22 @@ FIXTURE_VARIANT(mmap_file)
 	enum ima_state state;
 };
 
-FIXTURE_VARIANT_ADD(mmap_file, missing_hash){
+/* clang-format off */
+FIXTURE_VARIANT_ADD(mmap_file, missing_hash)
+{
 	.state = STATE_MISSING,
 };
 
-FIXTURE_VARIANT_ADD(mmap_file, wrong_hash){
+FIXTURE_VARIANT_ADD(mmap_file, wrong_hash)
+{
 	.state = STATE_WRONG,
 };
 
-FIXTURE_VARIANT_ADD(mmap_file, correct_hash){
+FIXTURE_VARIANT_ADD(mmap_file, correct_hash)
+{
 	.state = STATE_CORRECT,
 };
+/* clang-format on */
 
 FIXTURE_SETUP(mmap_file)
 {

@@ -36,17 +36,22 @@ FIXTURE_VARIANT(open_file)
 	enum ima_state state;
 };
 
-FIXTURE_VARIANT_ADD(open_file, missing_hash){
+/* clang-format off */
+FIXTURE_VARIANT_ADD(open_file, missing_hash)
+{
 	.state = STATE_MISSING,
 };
 
-FIXTURE_VARIANT_ADD(open_file, wrong_hash){
+FIXTURE_VARIANT_ADD(open_file, wrong_hash)
+{
 	.state = STATE_WRONG,
 };
 
-FIXTURE_VARIANT_ADD(open_file, correct_hash){
+FIXTURE_VARIANT_ADD(open_file, correct_hash)
+{
 	.state = STATE_CORRECT,
 };
+/* clang-format on */
 
 FIXTURE_SETUP(open_file)
 {
