@@ -44,17 +44,29 @@ def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
         try:
             config.stash[_MATRIX] = matrix_mod.load(Path(config.getoption("matrix")), **overrides)
         except HarnessError as e:
-            pytest.exit(f"ERROR: {e}", returncode=4)
+            raise pytest.UsageError(str(e)) from None
     return config.stash[_MATRIX]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Validate matrix.yaml and the selftest sources up front, so a mistake is
+    # one clear line ("ERROR: matrix.yaml: ...") instead of a collection error.
+    if any("matrix_test" in arg for arg in config.args):
+        _matrix(config)
+        _expected(config)
+
+
+def _expected(config: pytest.Config) -> tuple[cases_mod.Case, ...]:
+    try:
+        return cases_mod.expected_cases(REPO / "selftests")
+    except HarnessError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "cell_case" in metafunc.fixturenames:
         m = _matrix(metafunc.config)
-        try:
-            expected = cases_mod.expected_cases(REPO / "selftests")
-        except HarnessError as e:
-            pytest.exit(f"ERROR: {e}", returncode=4)
+        expected = _expected(metafunc.config)
         params = [(cell, case) for cell in m.cells for case in expected]
         metafunc.parametrize("cell_case", params,
                              ids=[f"{c.id}/{k.id}" for c, k in params])
@@ -91,7 +103,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
     try:
         config.stash[_RUN] = runner.run(
-            _matrix(config), cells, cases_mod.expected_cases(REPO / "selftests"), REPO,
+            _matrix(config), cells, _expected(config), REPO,
             Path(config.getoption("build_dir")).resolve(), jobs=config.getoption("jobs"),
             accel=config.getoption("accel"), log=log)
     except HarnessError as e:
