@@ -81,3 +81,27 @@ def test_reports(tmp_path: Path) -> None:
     assert [s.get("failures") for s in root] == ["0", "1"]
     table = results.summary_table([ok, bad])
     assert "aarch64-stock-fix-custom" in table and table.endswith("cells: 1 pass, 1 error (of 2)")
+
+
+def test_real_panic_before_the_suite() -> None:
+    # Recorded with rdinit=/bin/false: PID 1 exits, the kernel panics, and
+    # panic=-1 with -no-reboot ends QEMU.
+    r = results.evaluate(CELL, outcome(real("real_x86_64_init_exit_panic.log")), EXPECTED, "tcg")
+    assert r.status == "panic"
+    assert r.reason == "Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100"
+    assert {t.reason for t in r.tests} == {"no result: the kernel panicked"}
+
+
+def test_real_regression_failure_keeps_the_tests_own_diagnostics() -> None:
+    # skip-exec-appraisal kernel, x86_64, enforce, custom policy.
+    cell = Cell("x86_64", "skip-exec-appraisal", "enforce", "custom")
+    r = results.evaluate(cell, outcome(real("real_x86_64_skip_exec_enforce_custom_fail.log")),
+                         EXPECTED, "tcg")
+    assert r.status == "fail"
+    assert [t.name for t in r.tests if t.status == "fail"] == [
+        "exec_test/exec_file.missing_hash.execve", "exec_test/exec_file.wrong_hash.execve"]
+    assert r.test("exec_test/exec_file.missing_hash.execve").log == (
+        "exec_test.c:93:execve:Expected expected_errno(&self->cell, variant->state) (13) "
+        "== test_execve(self->path) (-1)",
+        "execve: Test terminated by assertion")
+    assert r.splats == () and r.ended
