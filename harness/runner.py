@@ -74,7 +74,7 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
 
     for arch_name in dict.fromkeys(c.arch for c in cells):
         arch = ARCHS[arch_name]
-        variants = [v for v in dict.fromkeys(c.variant for c in cells if c.arch == arch_name)]
+        variants = list(dict.fromkeys(c.variant for c in cells if c.arch == arch_name))
         patches: dict[str, tuple[Path, ...]] = {}
         for v in variants:
             series = matrix.variants[v].series
@@ -84,25 +84,25 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
                 broken[(arch_name, v)] = str(e)
         plan = kbuild.plan(build, pristine, arch, patches,
                            {v: _fragments(repo, arch_name) for v in patches})
-        built: dict[int, kbuild.Kernel | str] = {}
+        built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
         for v, k in plan.items():
-            if id(k) not in built:
+            if k.out not in built:
                 log(f"kernel {arch_name}-{k.variant}: building "
                     f"({len(k.patches)} patch(es)) ...")
                 t = time.monotonic()
                 try:
                     with _Timer(timings, f"kernel:{arch_name}-{k.variant}"):
                         done, compiled = kbuild.build_kernel(build, k, jobs)
-                    built[id(k)] = done
+                    built[k.out] = done
                     secs = time.monotonic() - t
                     builds.append({"kernel": f"{arch_name}-{k.variant}", "compiled_objects": compiled,
                                    "seconds": round(secs, 1)})
                     log(f"kernel {arch_name}-{k.variant}: {compiled} object(s) compiled "
                         f"in {secs:.0f}s")
                 except HarnessError as e:
-                    built[id(k)] = str(e)
+                    built[k.out] = str(e)
                     log(f"kernel {arch_name}-{k.variant}: FAILED\n{e}")
-            outcome = built[id(k)]
+            outcome = built[k.out]
             if isinstance(outcome, str):
                 broken[(arch_name, v)] = outcome
             else:

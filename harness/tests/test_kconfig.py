@@ -46,3 +46,13 @@ def test_check_names_the_dropped_options(tmp_path: Path) -> None:
                          ids=lambda p: p.name)
 def test_shipped_fragments_parse(fragment: Path) -> None:
     assert kconfig.parse_file(fragment)
+
+
+def test_selftests_config_is_covered_by_the_fragments() -> None:
+    # selftests/ima_appraise/config says what the tests need; the kernels
+    # the harness builds must provide all of it.
+    fragments: dict[str, str] = {}
+    for frag in (REPO / "kernel-patches" / "config").glob("*.config"):
+        fragments.update(kconfig.parse_file(frag))
+    needed = kconfig.parse_file(REPO / "selftests" / "ima_appraise" / "config")
+    assert kconfig.missing_options(needed, fragments) == []
