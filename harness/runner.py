@@ -3,6 +3,8 @@ accelerator, then the boots (in parallel, one guest CPU each), and writes
 build/results/<run-id>/.  Parsing happens in results.py, not here."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -50,10 +52,35 @@ def _fragments(repo: Path, arch: str) -> tuple[Path, ...]:
     return (cfg / "common.config", cfg / f"{arch}.config")
 
 
+@contextlib.contextmanager
+def _exclusive(build: Path, log: Log):
+    """One run at a time per build directory: two would rebuild the same
+    initramfs and scratch disks under each other."""
+    build.mkdir(parents=True, exist_ok=True)
+    with open(build / ".lock", "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            log(f"{build} is in use by another run (pid {f.read().strip() or '?'}); "
+                "waiting for it (or use another BUILD= directory)")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.truncate(0)
+        f.write(str(os.getpid()))
+        f.flush()
+        yield
+
+
 def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
         build: Path, *, jobs: int | None = None, accel: str = "auto",
         log: Log = print) -> RunResult:
-    jobs = jobs or os.cpu_count() or 1
+    with _exclusive(build, log):
+        return _run(matrix, cells, expected, repo, build, jobs or os.cpu_count() or 1,
+                    accel, log)
+
+
+def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
+         build: Path, jobs: int, accel: str, log: Log) -> RunResult:
     t_start = time.monotonic()
     timings: dict[str, float] = {}
     run_id = datetime.now().strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"

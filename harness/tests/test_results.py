@@ -105,3 +105,17 @@ def test_real_regression_failure_keeps_the_tests_own_diagnostics() -> None:
         "== test_execve(self->path) (-1)",
         "execve: Test terminated by assertion")
     assert r.splats == () and r.ended
+
+
+def test_real_lockdep_splat_then_hang() -> None:
+    # A kernel that held i_rwsem around the whole last-writer update: lockdep
+    # reported the inversion, then the tests hung until QEMU was killed.
+    r = results.evaluate(Cell("x86_64", "lockdep-iint-inversion", "enforce", "builtin"),
+                         outcome(real("real_x86_64_lockdep_deadlock_killed.log"), timed_out=True),
+                         EXPECTED, "tcg")
+    assert r.status == "timeout"
+    assert [(s.kind, s.title) for s in r.splats] == [
+        ("lockdep-circular", "possible circular locking dependency: acquiring "
+         "&iint_mutex_key[depth] while holding &sb->s_type->i_mutex_key#7")]
+    assert r.test("open_test/open_file.missing_hash.read").log[-1] == "read: Test terminated by timeout"
+    assert r.test("mmap_test/mmap_file.correct_hash.prot_read").reason.startswith("no result: the guest was killed")
