@@ -16,7 +16,9 @@ def test_case(cell_case, matrix_run) -> None:
     cell, case = cell_case
     result = matrix_run.result(cell)
     if result.status == "error":
-        pytest.fail(f"{cell.id} could not boot: {result.reason}", pytrace=False)
+        first = result.reason.splitlines()[0] if result.reason else ""
+        pytest.fail(f"{cell.id} could not boot ({first}); details in test_boot[{cell.id}]",
+                    pytrace=False)
     test = result.test(case.id)
     if test.status == "skip":
         pytest.skip(f"{case.id}: {test.reason}")

@@ -149,7 +149,7 @@ def summary_table(cells: list[CellResult]) -> str:
     lines = [f"{'cell':<{width}}  accel  status   pass fail skip   time  notes"]
     for c in cells:
         n = c.counts()
-        note = c.reason if c.status != "pass" else ""
+        note = c.reason.splitlines()[0] if c.reason else ""
         lines.append(f"{c.cell.id:<{width}}  {c.accel:<5}  {c.status:<7} {n['pass']:>5} "
                      f"{n['fail']:>4} {n['skip']:>4} {c.duration_s:>5.1f}s  {note}"[:200].rstrip())
     total = {s: sum(1 for c in cells if c.status == s) for s in CELL_STATUSES}
