@@ -8,6 +8,7 @@
 # Build output goes to build/ (kernel tree, kernels, initramfs, results).
 
 PYTHON ?= /usr/bin/python3
+comma := ,
 BUILD ?= build
 
 ifeq ($(V),1)
@@ -24,13 +25,14 @@ matrix_args = $(if $(K),-k '$(K)') $(if $(ARCHS),--archs=$(ARCHS)) \
 	$(if $(VARIANTS),--variants=$(VARIANTS)) $(if $(JOBS),--jobs=$(JOBS)) \
 	$(if $(ACCEL),--accel=$(ACCEL)) --build-dir=$(BUILD)
 
-.PHONY: help deps run unit check clean distclean
+.PHONY: help deps run unit check selftests clean distclean
 
 help:
 	@echo 'Targets:'
 	@echo '  run        build kernels, selftests and initramfs as needed; boot every matrix cell'
 	@echo '  check      unit tests of the harness, then the full matrix (what CI runs)'
 	@echo '  unit       unit tests of the harness only (no QEMU)'
+	@echo '  selftests  build the guest /selftests tree only: build/selftests/<arch>/'
 	@echo '  deps       install missing Debian packages and the arm64 guest userland'
 	@echo '  clean      remove results and scratch disks; distclean: all of build/'
 	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= VARIANTS= (comma lists)'
@@ -48,6 +50,9 @@ unit: deps
 
 check: unit
 	$(Q)$(MAKE) --no-print-directory run
+
+selftests: deps
+	$(Q)$(PYTHON) -m harness selftests --build-dir=$(BUILD) $(subst $(comma), ,$(ARCHS))
 
 clean:
 	rm -rf $(BUILD)/results $(BUILD)/scratch
