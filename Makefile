@@ -4,6 +4,7 @@
 #   make check               unit tests of the harness, then 'make run'
 #   make run K='aarch64 and enforce and exec'      pytest -k selection
 #   make run VARIANTS=skip-exec-appraisal          a variant not in the default axes
+#   make run KERNEL_TREE=~/src/linux               your own kernel tree, as variant "local"
 #
 # Build output goes to build/ (kernel tree, kernels, initramfs, results).
 
@@ -23,7 +24,8 @@ endif
 matrix_args = $(if $(K),-k '$(K)') $(if $(ARCHS),--archs=$(ARCHS)) \
 	$(if $(MODES),--modes=$(MODES)) $(if $(POLICIES),--policies=$(POLICIES)) \
 	$(if $(VARIANTS),--variants=$(VARIANTS)) $(if $(JOBS),--jobs=$(JOBS)) \
-	$(if $(ACCEL),--accel=$(ACCEL)) --build-dir=$(BUILD)
+	$(if $(ACCEL),--accel=$(ACCEL)) $(if $(KERNEL_TREE),--kernel-tree=$(KERNEL_TREE)) \
+	--build-dir=$(BUILD)
 
 .PHONY: help deps run unit check selftests clean distclean
 
@@ -37,6 +39,7 @@ help:
 	@echo '  clean      remove results and scratch disks; distclean: all of build/'
 	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= VARIANTS= (comma lists)'
 	@echo '           JOBS=<guests at once> ACCEL=auto|tcg|kvm V=1 BUILD=<dir>'
+	@echo '           KERNEL_TREE=<your kernel source tree>: boot it as variant "local"'
 
 deps:
 	$(Q)sh scripts/deps.sh

@@ -32,6 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--accel", default=os.environ.get("ACCEL", "auto"),
                 choices=("auto", "tcg", "kvm"), help="QEMU accelerator (default: auto)")
     g.addoption("--build-dir", default=str(REPO / "build"), help="build output directory")
+    g.addoption("--kernel-tree", default=os.environ.get("KERNEL_TREE") or None,
+                help="a kernel source tree of your own: boots it as variant 'local'")
 
 
 def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
@@ -41,8 +43,11 @@ def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
             value = config.getoption(axis)
             if value is not None:
                 overrides[axis] = [v.strip() for v in value.split(",") if v.strip()]
+        tree = config.getoption("kernel_tree")
         try:
-            config.stash[_MATRIX] = matrix_mod.load(Path(config.getoption("matrix")), **overrides)
+            config.stash[_MATRIX] = matrix_mod.load(
+                Path(config.getoption("matrix")), **overrides,
+                kernel_tree=Path(tree).expanduser().resolve() if tree else None)
         except HarnessError as e:
             raise pytest.UsageError(str(e)) from None
     return config.stash[_MATRIX]

@@ -121,13 +121,14 @@ def _files_of(patch: Path) -> set[str]:
 
 
 def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
-                 log: Path) -> Path:
-    """A copy of the pristine tree with the patches applied (the pristine
-    tree itself when there are none)."""
+                 log: Path, copies: Path | None = None) -> Path:
+    """A copy of the pristine tree, made under copies (default: next to it),
+    with the patches applied; the pristine tree itself when there are none."""
     if not patches:
         return pristine
-    dest = pristine.parent / f"linux-{variant}"
-    stamp = pristine.parent / f".linux-{variant}.patches"
+    copies = copies or pristine.parent
+    dest = copies / f"linux-{variant}"
+    stamp = copies / f".linux-{variant}.patches"
     want = _digest(*(p.name + "\n" + p.read_text(errors="replace") for p in patches))
     touched = set().union(*(_files_of(p) for p in patches))
     previous: set[str] = set()
@@ -197,20 +198,21 @@ def compile_kernel(k: Kernel, jobs: int, log: Path) -> int:
     return sum(1 for line in out.splitlines() if re.match(r"^\s+(CC|AS)\s", line))
 
 
-def plan(build: Path, pristine: Path, arch: Arch, variants: dict[str, tuple[Path, ...]],
+def plan(build: Path, arch: Arch, variants: dict[str, tuple[Path, tuple[Path, ...]]],
          fragments: dict[str, tuple[Path, ...]]) -> dict[str, Kernel]:
-    """One Kernel per variant; variants with identical patches share one."""
+    """One Kernel per variant (source tree, patches); variants with the same
+    tree and patches share one."""
     kernels: dict[str, Kernel] = {}
-    by_patches: dict[tuple[Path, ...], Kernel] = {}
-    for variant, patches in variants.items():
-        key = tuple(p.resolve() for p in patches)
-        if key in by_patches:
-            kernels[variant] = by_patches[key]
+    shared: dict[tuple[Path, tuple[Path, ...]], Kernel] = {}
+    for variant, (tree, patches) in variants.items():
+        key = (tree.resolve(), tuple(p.resolve() for p in patches))
+        if key in shared:
+            kernels[variant] = shared[key]
             continue
-        k = Kernel(arch=arch, variant=variant, tree=pristine,
+        k = Kernel(arch=arch, variant=variant, tree=tree,
                    out=build / "kernel" / f"{arch.name}-{variant}",
                    patches=patches, fragments=fragments[variant])
-        kernels[variant] = by_patches[key] = k
+        kernels[variant] = shared[key] = k
     return kernels
 
 
@@ -218,7 +220,10 @@ def build_kernel(build: Path, k: Kernel, jobs: int) -> tuple[Kernel, int]:
     log = build / "logs" / f"kernel-{k.arch.name}-{k.variant}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
-    tree = patched_tree(k.tree, k.variant, k.patches, log)
+    if not (k.tree / "Makefile").is_file() or not (k.tree / "Kconfig").is_file():
+        raise BuildError(f"{k.tree} is not a kernel source tree (no Makefile/Kconfig there); "
+                         f"check the tree of variant {k.variant!r}")
+    tree = patched_tree(k.tree, k.variant, k.patches, log, build / "src")
     k = Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments)
     configure(k, log)
     compiled = compile_kernel(k, jobs, log)

@@ -4,6 +4,7 @@ cells (arch x variant x mode x policy) that `make run` boots.
     variants:                       # every kernel the harness knows how to build
       stock: {}
       patched: {series: kernel-patches/series, note: "..."}
+      mine: {tree: ../linux}          # a kernel tree of your own (no series: as is)
     matrix:                         # what `make run` boots
       archs: [x86_64, aarch64]
       modes: [enforce, fix, log, off]
@@ -45,7 +46,9 @@ _MATRIX_KEYS = ("archs", "modes", "policies", "variants", "exclude")
 # matrix axis -> what one value is called (and its key in an exclusion), in
 # the order cells are generated
 _AXES = {"archs": "arch", "variants": "variant", "modes": "mode", "policies": "policy"}
-_VARIANT_KEYS = ("series", "note")
+_VARIANT_KEYS = ("series", "tree", "note")
+# The variant --kernel-tree / KERNEL_TREE= adds.
+LOCAL_VARIANT = "local"
 _VARIANT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
@@ -54,6 +57,7 @@ class Variant:
     name: str
     series: Path | None
     note: str = ""
+    tree: Path | None = None    # a kernel tree of one's own instead of Debian's
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ def _read(path: Path) -> Any:
 def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
     if not isinstance(value, dict) or not value:
         raise ConfigError(f"{where}: expected a mapping of variant names to "
-                          f"{{series, note}}; found {value!r}")
+                          f"{{series, tree, note}}; found {value!r}")
     variants = {}
     for name, spec in value.items():
         if not isinstance(name, str) or not _VARIANT_NAME.fullmatch(name):
@@ -131,9 +135,9 @@ def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
             if not isinstance(field, str) or not field:
                 raise ConfigError(f"{where}.{name}.{key}: expected a non-empty string, "
                                   f"found {field!r}")
-        series = spec.get("series")
+        series, tree = spec.get("series"), spec.get("tree")
         variants[name] = Variant(name, base / series if series else None,
-                                 spec.get("note", ""))
+                                 spec.get("note", ""), base / tree if tree else None)
     return variants
 
 
@@ -183,16 +187,27 @@ def _exclusions(value: Any, where: str, names: _Names) -> list[dict[str, str]]:
 def load(path: Path, *, archs: Iterable[str] | None = None,
          modes: Iterable[str] | None = None,
          policies: Iterable[str] | None = None,
-         variants: Iterable[str] | None = None) -> Matrix:
+         variants: Iterable[str] | None = None,
+         kernel_tree: Path | None = None) -> Matrix:
     """Reads and checks the matrix file.  The keyword arguments, when given,
     replace the matrix axis of the same name (command line --archs etc.; a
-    string is split at commas); exclusions still apply to them."""
+    string is split at commas); exclusions still apply to them.  kernel_tree
+    defines the variant "local" built from that tree, and makes it the
+    variants axis unless variants is given."""
     name = str(path)
     top = _mapping(_read(path), name, _TOP_KEYS)
     for key in ("variants", "matrix"):
         if key not in top:
             raise ConfigError(f"{name}: missing key {key!r}; required: variants, matrix")
     defined = _variants(top["variants"], f"{name}: variants", path.parent)
+    if kernel_tree is not None:
+        if LOCAL_VARIANT in defined:
+            raise ConfigError(f"{name}: variants: {LOCAL_VARIANT!r} is reserved for "
+                              "--kernel-tree; rename that variant")
+        defined[LOCAL_VARIANT] = Variant(LOCAL_VARIANT, None, f"kernel tree {kernel_tree}",
+                                         kernel_tree)
+        if variants is None:
+            variants = [LOCAL_VARIANT]
     names = _Names(defined)
 
     matrix = _mapping(top["matrix"], f"{name}: matrix", _MATRIX_KEYS)

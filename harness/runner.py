@@ -102,15 +102,17 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
     for arch_name in dict.fromkeys(c.arch for c in cells):
         arch = ARCHS[arch_name]
         variants = list(dict.fromkeys(c.variant for c in cells if c.arch == arch_name))
-        patches: dict[str, tuple[Path, ...]] = {}
+        sources: dict[str, tuple[Path, tuple[Path, ...]]] = {}   # variant -> tree, patches
         for v in variants:
-            series = matrix.variants[v].series
+            variant = matrix.variants[v]
             try:
-                patches[v] = kbuild.read_series(series) if series else ()
+                patches = kbuild.read_series(variant.series) if variant.series else ()
             except HarnessError as e:
                 broken[(arch_name, v)] = str(e)
-        plan = kbuild.plan(build, pristine, arch, patches,
-                           {v: _fragments(repo, arch_name) for v in patches})
+                continue
+            sources[v] = (variant.tree or pristine, patches)
+        plan = kbuild.plan(build, arch, sources,
+                           {v: _fragments(repo, arch_name) for v in sources})
         built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
         for v, k in plan.items():
             if k.out not in built:

@@ -127,6 +127,34 @@ def test_overrides(write) -> None:
     assert len(matrix.load(path, archs="x86_64,aarch64", modes="off").cells) == 10
 
 
+def test_kernel_tree_is_the_local_variant(write, tmp_path: Path) -> None:
+    path = write(config())
+    m = matrix.load(path, kernel_tree=tmp_path / "linux", modes=["enforce"], archs=["x86_64"])
+    assert m.variants["local"] == Variant("local", None, f"kernel tree {tmp_path / 'linux'}",
+                                          tmp_path / "linux")
+    assert [c.id for c in m.cells] == ["x86_64-local-enforce-builtin",
+                                       "x86_64-local-enforce-legacy",
+                                       "x86_64-local-enforce-custom"]
+    both = matrix.load(path, kernel_tree=tmp_path, variants=["stock", "local"], modes=["fix"],
+                       archs=["x86_64"], policies=["custom"])
+    assert [c.variant for c in both.cells] == ["stock", "local"]
+
+
+def test_tree_variant_is_relative_to_the_matrix_file(write) -> None:
+    c = config()
+    c["variants"]["mine"] = {"tree": "../linux"}
+    assert matrix.load(write(c)).variants["mine"].tree == Path("../linux")
+
+
+def test_local_is_reserved_for_the_command_line(write, tmp_path: Path) -> None:
+    c = config()
+    c["variants"]["local"] = {}
+    with pytest.raises(ConfigError) as e:
+        matrix.load(write(c), kernel_tree=tmp_path)
+    assert str(e.value) == ("matrix.yaml: variants: 'local' is reserved for --kernel-tree; "
+                            "rename that variant")
+
+
 @pytest.mark.parametrize("overrides, message", [
     ({"archs": ["riscv"]},
      "command line --archs: unknown arch 'riscv'; allowed: x86_64, aarch64"),
@@ -221,9 +249,9 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
     (_set("variants.patched", {"series": ""}),
      "matrix.yaml: variants.patched.series: expected a non-empty string, found ''"),
     (_set("variants.patched", {"serie": "kernel-patches/series"}),
-     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, note"),
+     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, tree, note"),
     (_set("variants", {}),
-     "matrix.yaml: variants: expected a mapping of variant names to {series, note}; "
+     "matrix.yaml: variants: expected a mapping of variant names to {series, tree, note}; "
      "found {}"),
     ([1, 2],
      "matrix.yaml: expected a mapping with keys variants, matrix, timeout, memory; "
