@@ -20,6 +20,7 @@ _MATRIX = pytest.StashKey()
 _SELECTED = pytest.StashKey()
 _RUN = pytest.StashKey()
 _ERROR = pytest.StashKey()
+_DESELECTED = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -89,10 +90,21 @@ def _cell_of(item: pytest.Item):
     return callspec.params.get("cell")
 
 
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    if items:
+        items[0].config.stash.setdefault(_DESELECTED, []).extend(items)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # After -k/-m deselection: boot only the cells something still needs.
-    config.stash[_SELECTED] = list(dict.fromkeys(c for c in map(_cell_of, items) if c))
+    # After -k/-m deselection: boot only the cells something still needs,
+    # and keep the boot item of each (a splat fails its cell even when -k
+    # picked only some of its cases).
+    cells = list(dict.fromkeys(c for c in map(_cell_of, items) if c))
+    config.stash[_SELECTED] = cells
+    wanted = set(cells)
+    items.extend(i for i in config.stash.get(_DESELECTED, [])
+                 if i.name.startswith("test_boot[") and _cell_of(i) in wanted)
 
 
 @pytest.hookimpl(tryfirst=True)
