@@ -27,13 +27,15 @@ matrix_args = $(if $(K),-k '$(K)') $(if $(ARCHS),--archs=$(ARCHS)) \
 	$(if $(ACCEL),--accel=$(ACCEL)) $(if $(KERNEL_TREE),--kernel-tree=$(KERNEL_TREE)) \
 	--build-dir=$(BUILD)
 
-.PHONY: help deps run unit check selftests clean distclean
+.PHONY: help deps run unit check regressions selftests clean distclean
 
 help:
 	@echo 'Targets:'
 	@echo '  run        build kernels, selftests and initramfs as needed; boot every matrix cell'
 	@echo '  check      unit tests of the harness, then the full matrix (what CI runs)'
 	@echo '  unit       unit tests of the harness only (no QEMU)'
+	@echo '  regressions  boot every deliberately broken kernel (x86_64 unless ARCHS=);'
+	@echo '             fails unless each is caught as matrix.yaml says'
 	@echo '  selftests  build the guest /selftests tree only: build/selftests/<arch>/'
 	@echo '  deps       install missing Debian packages and the arm64 guest userland'
 	@echo '  clean      remove results and scratch disks; distclean: all of build/'
@@ -53,6 +55,10 @@ unit: deps
 
 check: unit
 	$(Q)$(MAKE) --no-print-directory run
+
+regressions: deps
+	$(Q)$(PYTHON) -m harness regressions --build-dir=$(BUILD) \
+		$(if $(ARCHS),--archs=$(ARCHS)) $(subst $(comma), ,$(VARIANTS))
 
 selftests: deps
 	$(Q)$(PYTHON) -m harness selftests --build-dir=$(BUILD) $(subst $(comma), ,$(ARCHS))

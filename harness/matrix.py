@@ -46,7 +46,7 @@ _MATRIX_KEYS = ("archs", "modes", "policies", "variants", "exclude")
 # matrix axis -> what one value is called (and its key in an exclusion), in
 # the order cells are generated
 _AXES = {"archs": "arch", "variants": "variant", "modes": "mode", "policies": "policy"}
-_VARIANT_KEYS = ("series", "tree", "note")
+_VARIANT_KEYS = ("series", "tree", "note", "catches")
 # The variant --kernel-tree / KERNEL_TREE= adds.
 LOCAL_VARIANT = "local"
 _VARIANT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -58,6 +58,10 @@ class Variant:
     series: Path | None
     note: str = ""
     tree: Path | None = None    # a kernel tree of one's own instead of Debian's
+    # For a deliberately broken kernel: what must fail on it, as fnmatch
+    # patterns of test names ("exec_test/exec_file.*.execve") or
+    # "splat:<kind>" (see harness/regressions.py).
+    catches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ def _read(path: Path) -> Any:
 def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
     if not isinstance(value, dict) or not value:
         raise ConfigError(f"{where}: expected a mapping of variant names to "
-                          f"{{series, tree, note}}; found {value!r}")
+                          f"{{series, tree, note, catches}}; found {value!r}")
     variants = {}
     for name, spec in value.items():
         if not isinstance(name, str) or not _VARIANT_NAME.fullmatch(name):
@@ -132,12 +136,18 @@ def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
                               "letters, digits and '-', starting with a letter or digit")
         spec = _mapping({} if spec is None else spec, f"{where}.{name}", _VARIANT_KEYS)
         for key, field in spec.items():
-            if not isinstance(field, str) or not field:
+            if key == "catches":
+                if (not isinstance(field, list) or not field
+                        or not all(isinstance(f, str) and f for f in field)):
+                    raise ConfigError(f"{where}.{name}.catches: expected a non-empty list of "
+                                      f"test-name patterns, found {field!r}")
+            elif not isinstance(field, str) or not field:
                 raise ConfigError(f"{where}.{name}.{key}: expected a non-empty string, "
                                   f"found {field!r}")
         series, tree = spec.get("series"), spec.get("tree")
         variants[name] = Variant(name, base / series if series else None,
-                                 spec.get("note", ""), base / tree if tree else None)
+                                 spec.get("note", ""), base / tree if tree else None,
+                                 tuple(spec.get("catches", ())))
     return variants
 
 

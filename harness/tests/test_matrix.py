@@ -249,9 +249,9 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
     (_set("variants.patched", {"series": ""}),
      "matrix.yaml: variants.patched.series: expected a non-empty string, found ''"),
     (_set("variants.patched", {"serie": "kernel-patches/series"}),
-     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, tree, note"),
+     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, tree, note, catches"),
     (_set("variants", {}),
-     "matrix.yaml: variants: expected a mapping of variant names to {series, tree, note}; "
+     "matrix.yaml: variants: expected a mapping of variant names to {series, tree, note, catches}; "
      "found {}"),
     ([1, 2],
      "matrix.yaml: expected a mapping with keys variants, matrix, timeout, memory; "
@@ -275,3 +275,18 @@ def test_unreadable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         matrix.load(path)
     assert str(e.value) == f"{path}: cannot read the matrix file: No such file or directory"
+
+
+def test_every_selftest_case_has_a_regression_that_catches_it() -> None:
+    # A test that cannot fail is a defect: each case must be named by the
+    # catches: of some deliberately broken kernel (checked for real by
+    # `make regressions`).
+    import fnmatch
+
+    from harness.cases import expected_cases
+    repo = Path(__file__).parents[2]
+    patterns = [p for v in matrix.load(repo / "matrix.yaml").variants.values()
+                for p in v.catches]
+    uncaught = [c.id for c in expected_cases(repo / "selftests")
+                if not any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
+    assert uncaught == []
