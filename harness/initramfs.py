@@ -57,11 +57,16 @@ def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) 
     log = build / "logs" / f"selftests-{arch.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = ["make", "-C", str(stage), f"-j{jobs}", "all", f"CROSS_COMPILE={arch.cross_compile}"]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, env=clean_env())
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, env=clean_env())
+    except FileNotFoundError:
+        raise DependencyError("make not found: run 'make deps'") from None
     log.write_text("$ " + " ".join(cmd) + "\n" + proc.stdout)
     if proc.returncode:
-        raise BuildError(f"building the selftests for {arch.name} failed; log: {log}\n"
+        hint = (f" ({arch.cc} missing? run 'make deps')"
+                if "not found" in proc.stdout or "No such file" in proc.stdout else "")
+        raise BuildError(f"building the selftests for {arch.name} failed{hint}; log: {log}\n"
                          + "\n".join(proc.stdout.splitlines()[-25:]))
     return stage
 
@@ -82,7 +87,8 @@ def _deb_root(build: Path, arch: Arch) -> Path:
             shutil.rmtree(root)
         root.mkdir(parents=True)
         for deb in debs:
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+            if subprocess.run(["dpkg-deb", "-x", str(deb), str(root)]).returncode:
+                raise DependencyError(f"dpkg-deb -x {deb} failed: delete it and run 'make deps'")
         stamp.write_text(want)
     return root
 
@@ -94,15 +100,22 @@ def _host_root(build: Path, arch: Arch) -> Path:
 
 
 def _host_debian_arch() -> str:
-    return subprocess.run(["dpkg", "--print-architecture"], stdout=subprocess.PIPE,
-                          text=True, check=True).stdout.strip()
+    try:
+        return subprocess.run(["dpkg", "--print-architecture"], stdout=subprocess.PIPE,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        raise DependencyError("dpkg --print-architecture failed: this needs a Debian "
+                              "host (see README)") from None
 
 
 def _elf_deps(binary: Path) -> tuple[list[str], str | None]:
     """NEEDED libraries and the program interpreter, read with readelf
     (works for any target arch)."""
-    out = subprocess.run(["readelf", "-d", "-l", "-W", str(binary)], stdout=subprocess.PIPE,
-                         text=True, check=True).stdout
+    try:
+        out = subprocess.run(["readelf", "-d", "-l", "-W", str(binary)], stdout=subprocess.PIPE,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise DependencyError(f"readelf {binary}: {e}; install binutils ('make deps')") from None
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
     interp = re.search(r"Requesting program interpreter: ([^\]]+)\]", out)
     return needed, interp.group(1) if interp else None
@@ -193,8 +206,11 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     a.file("bin/busybox", busybox.read_bytes(), 0o755)
     # The applet list of the host's busybox-static: the same Debian version
     # as the arm64 one (both come from 'make deps').
-    applets = subprocess.run(["/bin/busybox", "--list-full"], stdout=subprocess.PIPE,
-                             text=True, check=True).stdout.split()
+    applets = subprocess.run([str(Path("/bin/busybox")), "--list-full"],
+                             stdout=subprocess.PIPE, text=True).stdout.split()
+    if not applets:
+        raise DependencyError("/bin/busybox --list-full listed nothing: install "
+                              "busybox-static ('make deps')")
     for applet in applets:
         if applet != "bin/busybox":
             a.symlink(applet, "/bin/busybox")

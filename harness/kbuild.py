@@ -22,7 +22,7 @@ from pathlib import Path
 from . import kconfig
 from .initramfs import clean_env
 from .archs import Arch
-from .errors import BuildError, ConfigError
+from .errors import BuildError, ConfigError, DependencyError
 
 TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 TREE_NAME = "linux-source-6.1"
@@ -59,8 +59,11 @@ def _run(cmd: list[str], log: Path, what: str, cwd: Path | None = None) -> str:
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
-        proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, env=clean_env())
+        try:
+            proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, env=clean_env())
+        except FileNotFoundError:
+            raise DependencyError(f"{what}: {cmd[0]} not found; run 'make deps'") from None
         f.write(proc.stdout)
     if proc.returncode != 0:
         tail = "\n".join(proc.stdout.splitlines()[-25:])
@@ -77,7 +80,10 @@ def read_series(series: Path) -> tuple[Path, ...]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        name = line.split()[0]  # quilt allows options such as -p1 after the name
+        name, *options = line.split()
+        if options not in ([], ["-p1"]):
+            raise ConfigError(f"{series}:{lineno}: patch options {' '.join(options)!r} are not "
+                              "supported; make the patch apply with -p1 from the tree's top")
         patch = series.parent / name
         if not patch.is_file():
             raise ConfigError(f"{series}:{lineno}: patch {name!r} does not exist "
@@ -129,7 +135,11 @@ def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
     copies = copies or pristine.parent
     dest = copies / f"linux-{variant}"
     stamp = copies / f".linux-{variant}.patches"
-    want = _digest(*(p.name + "\n" + p.read_text(errors="replace") for p in patches))
+    # The pristine tree's identity too: a re-extracted (updated) source must
+    # not be patched over by a copy of the old one.
+    origin = (pristine / "Makefile").stat()
+    want = _digest(f"{pristine} {origin.st_ino} {origin.st_mtime_ns}",
+                   *(p.name + "\n" + p.read_text(errors="replace") for p in patches))
     touched = set().union(*(_files_of(p) for p in patches))
     previous: set[str] = set()
     if stamp.is_file():
@@ -151,7 +161,9 @@ def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
             shutil.copymode(pristine / rel, f)
     for patch in patches:
         try:
-            _run(["patch", "-p1", "--batch", "--forward", "-d", str(dest), "-i", str(patch)],
+            # --fuzz=0: what git am would reject must not apply here either.
+            _run(["patch", "-p1", "--batch", "--forward", "--fuzz=0", "-d", str(dest),
+                  "-i", str(patch)],
                  log, f"applying {patch}")
         except BuildError as e:
             raise BuildError(
@@ -184,10 +196,8 @@ def configure(k: Kernel, log: Path) -> None:
                      str(k.config), *(str(f.resolve()) for f in k.fragments)]
         _run(env_merge, log, "merge_config.sh", cwd=k.tree)
         _make(k, "olddefconfig", jobs=1, log=log)
-        kconfig.check(requested, k.config, list(k.fragments))
-        stamp.write_text(want)
-    else:
-        kconfig.check(requested, k.config, list(k.fragments))
+    kconfig.check(requested, k.config, list(k.fragments))
+    stamp.write_text(want)
 
 
 def compile_kernel(k: Kernel, jobs: int, log: Path) -> int:

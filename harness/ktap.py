@@ -25,9 +25,9 @@ e.g. "45 seconds" for "# TIMEOUT 45 seconds"; any other directive ("# exit=1")
 is the reason as a whole.
 
 Kernel messages share the console.  Lines starting with a printk timestamp
-are dropped; a message that interrupted a line (the console is written one
-character at a time by runner.sh's prefix.pl) is cut out and the two halves of
-the line are joined again.  So a test must not print kernel log lines with
+are dropped; a message that interrupted a line (the serial console interleaves
+the kernel's output with userspace's at any byte) is cut out and the two
+halves of the line are joined again.  So a test must not print kernel log lines with
 their timestamps: the rest of that line would be lost and the next line glued
 onto it.
 """

@@ -144,7 +144,10 @@ def choose_accel(arch: Arch, kernel: Path, initrd: Path, cache: Path,
         return AccelChoice("kvm", "requested (ACCEL=kvm)")
 
     key = f"{arch.name} {os.uname().release} {_qemu_version(arch.qemu)}"
-    verdicts = json.loads(cache.read_text()) if cache.is_file() else {}
+    try:
+        verdicts = json.loads(cache.read_text()) if cache.is_file() else {}
+    except ValueError:
+        verdicts = {}   # a damaged cache: probe again
     if key not in verdicts:
         req = BootRequest(arch, kernel, initrd, None, "ima_selftest.probe=1", "kvm",
                           256, KVM_PROBE_TIMEOUT)

@@ -27,7 +27,9 @@ def failures(cells: list[CellResult]) -> list[tuple[str, str]]:
     """(name, cell id) of every failed test and every splat."""
     found = []
     for c in cells:
-        found += [(t.name, c.cell.id) for t in c.tests if t.status in ("fail", "xpass")]
+        # A test with no result line (crash, timeout) proves nothing about it.
+        found += [(t.name, c.cell.id) for t in c.tests
+                  if t.status in ("fail", "xpass") and not t.reason.startswith("no result")]
         found += [(f"splat:{s.kind}", c.cell.id) for s in c.splats]
     return found
 

@@ -35,6 +35,7 @@ class CellResult:
     tests: tuple[TestResult, ...] = ()
     artifacts: Path | None = None
     ended: bool = False     # the guest printed its end marker
+    problems: tuple[str, ...] = ()  # boot-level failures (see _boot_problems)
 
     def counts(self) -> dict[str, int]:
         counts = {s: 0 for s in ("pass", "fail", "skip", "xfail", "xpass")}
@@ -57,7 +58,7 @@ class CellResult:
 
 
 def error_cell(cell: Cell, reason: str, accel: str = "none") -> CellResult:
-    return CellResult(cell, accel, "error", reason, 0.0)
+    return CellResult(cell, accel, "error", reason, 0.0, problems=(reason,))
 
 
 def _why_missing(outcome: BootOutcome, run: ktap.GuestRun, suite: str,
@@ -93,25 +94,52 @@ def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel
                 tests.append(TestResult(f"{suite.name}/{r.name}", r.status, r.reason, r.log))
 
     failed = [t for t in tests if t.status in ("fail", "xpass")]
-    bad_suites = [s for s in run.suites if s.status in ("fail", "timeout")]
+    problems = _boot_problems(outcome, run, found, tests, expected)
     if outcome.timed_out:
-        status, reason = "timeout", f"guest did not finish within {outcome.duration_s:.0f}s"
+        status = "timeout"
     elif any(s.kind == "panic" for s in found):
-        status, reason = "panic", next(s.title for s in found if s.kind == "panic")
-    elif found:
-        status, reason = "fail", "kernel splat: " + "; ".join(f"{s.kind}: {s.title}" for s in found)
-    elif not run.ended:
-        status, reason = "fail", "the guest stopped before the end marker (see console.log)"
-    elif failed:
-        status, reason = "fail", f"{len(failed)} test(s) failed: " + ", ".join(t.name for t in failed[:3])
-    elif bad_suites:
-        status, reason = "fail", "; ".join(f"{s.name}: {s.status} {s.reason}".strip() for s in bad_suites)
-    elif run.exit_code:
-        status, reason = "fail", f"make run_tests exited {run.exit_code}"
+        status = "panic"
+    elif problems or failed:
+        status = "fail"
     else:
-        status, reason = "pass", ""
+        status = "pass"
+    reason = problems[0] if problems else (
+        f"{len(failed)} test(s) failed: " + ", ".join(t.name for t in failed[:3]) if failed else "")
     return CellResult(cell, accel, status, reason, outcome.duration_s, found, tuple(tests),
-                      artifacts, run.ended)
+                      artifacts, run.ended, tuple(problems))
+
+
+def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat, ...],
+                   tests: list[TestResult], expected: tuple[Case, ...]) -> list[str]:
+    """What fails a cell besides its expected cases' own results: these
+    fail its test_boot item, so no selection of cases can hide them."""
+    problems = []
+    if outcome.timed_out:
+        problems.append(f"guest did not finish within {outcome.duration_s:.0f}s")
+    problems += [s.title for s in found if s.kind == "panic"]
+    problems += [f"kernel splat: {s.kind}: {s.title}" for s in found if s.kind != "panic"]
+    if not outcome.timed_out and outcome.returncode not in (0, None):
+        last = next((line for line in reversed(outcome.console.splitlines()) if line.strip()), "")
+        problems.append(f"QEMU exited with status {outcome.returncode}: {last.strip()}")
+    if not run.ended and not problems:
+        problems.append("the guest stopped before the end marker (see console.log)")
+    if run.exit_code:
+        problems.append(f"the guest's init reported rc={run.exit_code} (125: scratch disk "
+                        "not mounted; see console.log)" if run.exit_code == 125 else
+                        f"make run_tests exited {run.exit_code}")
+    expected_ids = {c.id for c in expected}
+    failed_suites = {t.name.split("/")[0] for t in tests
+                     if t.name in expected_ids and t.status in ("fail", "xpass")}
+    problems += [f"{s.name}: {s.status} {s.reason}".strip() for s in run.suites
+                 if s.status in ("fail", "timeout") and s.name not in failed_suites]
+    problems += [f"{t.name}: failed, and is not in the sources (harness/cases.py missed it?)"
+                 for t in tests if t.name not in expected_ids and t.status in ("fail", "xpass")]
+    skipped = [t for t in tests if t.status == "skip"]
+    if skipped:
+        # The harness booted this guest for these tests: a SKIP means it
+        # lacks something the tests need, which is the harness's failure.
+        problems.append(f"{len(skipped)} test(s) skipped in a harness guest: {skipped[0].reason}")
+    return problems
 
 
 # ---- reports ------------------------------------------------------------------

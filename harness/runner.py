@@ -170,8 +170,12 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
         if key in broken:
             result = results.error_cell(cell, broken[key])
         else:
-            result = _boot_cell(matrix, cell, kernels[key], initrds[cell.arch],
-                                accels[cell.arch].accel, expected, run_dir, build)
+            try:
+                result = _boot_cell(matrix, cell, kernels[key], initrds[cell.arch],
+                                    accels[cell.arch].accel, expected, run_dir, build)
+            except (HarnessError, OSError) as e:
+                # One cell's trouble (a full disk, say) must not lose the run.
+                result = results.error_cell(cell, f"{type(e).__name__}: {e}")
         with lock:
             done_count[0] += 1
             n = result.counts()
@@ -182,8 +186,13 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
 
     log(f"booting {len(cells)} cell(s), {jobs} at a time")
     with _Timer(timings, "boot"):
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
             cell_results = list(pool.map(one, cells))
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)   # boot no further cells
+            raise
+        pool.shutdown()
     timings["total"] = time.monotonic() - t_start
 
     rr = RunResult(run_id, run_dir, cell_results, timings, builds)
@@ -203,10 +212,7 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: kbuild.Kernel, initrd: Path, 
     # A UUID derived from the cell id: the same cell gets the same fsuuid=
     # rules run after run, which keeps logs comparable.
     fsuuid = str(uuidlib.UUID(bytes=hashlib.sha256(cell.id.encode()).digest()[:16], version=4))
-    try:
-        qemu.make_scratch_disk(disk, fsuuid)
-    except HarnessError as e:
-        return results.error_cell(cell, str(e), accel)
+    qemu.make_scratch_disk(disk, fsuuid)
     req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, initrd, disk,
                            f"{qemu.HARNESS_MARKER} {cell.cmdline()}", accel,
                            matrix.memory, matrix.timeout)
@@ -217,8 +223,5 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: kbuild.Kernel, initrd: Path, 
         f"variant {cell.variant}: {kernel.tree}\n"
         + "".join(f"{p}  sha256:{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
                   for p in kernel.patches))
-    try:
-        outcome = qemu.boot(req, out / "console.log")
-    except HarnessError as e:
-        return results.error_cell(cell, str(e), accel)
+    outcome = qemu.boot(req, out / "console.log")
     return results.evaluate(cell, outcome, expected, accel, out)

@@ -92,7 +92,9 @@ def _kernel_lines(console: str) -> list[tuple[int, str]]:
     for number, raw in enumerate(console.split("\n"), 1):
         line = raw.strip("\r").removeprefix(DMESG_PREFIX)
         m = PRINTK_TIMESTAMP.search(line)
-        if line.startswith("#") and not (m and line[:m.start()].strip("# ")):
+        # Test output starts with "#"; a timestamp anywhere in it is a kernel
+        # message that interrupted or followed runner.sh's "# " prefix.
+        if line.startswith("#") and not m:
             continue
         lines.append((number, line[m.end():] if m else line))
     return lines

@@ -24,6 +24,7 @@ def pristine(tmp_path: Path) -> Path:
     (tree / "lib").mkdir(parents=True)
     (tree / "lib" / "answer.c").write_text("int answer = 41;\n")
     (tree / "lib" / "other.c").write_text("int other;\n")
+    (tree / "Makefile").write_text("# toy\n")
     return tree
 
 

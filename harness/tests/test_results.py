@@ -35,6 +35,25 @@ def test_real_guest_without_the_harness_marker_skips_everything() -> None:
     r = results.evaluate(CELL, outcome(real("real_x86_64_no_marker.log")), EXPECTED, "tcg")
     assert r.counts()["skip"] == len(EXPECTED)
     assert all("not booted by the IMA selftest harness" in t.reason for t in r.tests)
+    # Skips are right outside the harness, and wrong in a guest it booted.
+    assert r.status == "fail"
+    assert r.problems == ("15 test(s) skipped in a harness guest: " + r.tests[0].reason,)
+
+
+def test_a_suite_failing_after_its_cases_passed_fails_the_boot() -> None:
+    console = real("real_aarch64_fix_custom_pass.log").replace(
+        "ok 2 selftests: ima_appraise: exec_test", "not ok 2 selftests: ima_appraise: exec_test # exit=139")
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg")
+    assert (r.status, r.counts()["fail"]) == ("fail", 0)
+    assert r.problems == ("exec_test: fail exit=139",)
+
+
+def test_qemu_failing_to_start() -> None:
+    out = BootOutcome("qemu-system-aarch64: -drive file=x.img: Could not open 'x.img'\n", 1,
+                      False, 0.1, ("qemu",))
+    r = results.evaluate(CELL, out, EXPECTED, "tcg")
+    assert r.problems == ("QEMU exited with status 1: qemu-system-aarch64: -drive file=x.img: "
+                          "Could not open 'x.img'",)
 
 
 def test_timeout_mid_suite_fails_the_missing_cases() -> None:

@@ -72,7 +72,6 @@ def test_lockdep_first() -> None:
 
 def test_selftest_output_is_not_a_splat() -> None:
     console = """# # lockdep: expected no WARNING: possible circular locking dependency detected
-# # [   12.000000] BUG: kernel NULL pointer dereference, address: 0000000000000000
 # WARNING: CPU: 0 PID: 1 at fs/foo.c:123 func+0x1/0x2
 #Kernel panic - not syncing: quoted
 ok 1 selftests: ima_appraise: BUG: in a name
@@ -153,3 +152,10 @@ def test_lockdep_off_in_the_guests_dmesg_dump() -> None:
     assert splats.scan(console) == [
         Splat("lockdep-off", "lockdep turned off: BUG: MAX_LOCKDEP_CHAIN_HLOCKS too low!", 4),
         Splat("bug", "BUG: MAX_STACK_TRACE_ENTRIES too low!", 5)]
+
+
+def test_kernel_line_right_after_the_runners_prefix() -> None:
+    # The console interleaves at any byte: runner.sh's "# " and then a
+    # kernel message.  A timestamp means the kernel (tests never print one).
+    console = "# [   12.000000] BUG: sleeping function called from invalid context at x.c:1\n"
+    assert [s.kind for s in splats.scan(console)] == ["sleep-in-atomic"]

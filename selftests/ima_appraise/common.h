@@ -230,21 +230,22 @@ static inline int test_open(const char *path, int flags)
 
 /*
  * Executes path; the helper exits with EXEC_HELPER_STATUS.  Returns 0 if
- * it ran, the execve() errno if the kernel refused, or -1 if it ran but
- * exited otherwise.
+ * it ran, the execve() errno if the kernel refused, or EXEC_RAN_BADLY if
+ * it started but did not exit with EXEC_HELPER_STATUS (killed after the
+ * point of no return, for instance).
  */
 #define EXEC_HELPER_STATUS 42
+#define EXEC_RAN_BADLY (-1)
 
-static inline int test_execve(const char *path)
+static inline int test_execve(struct __test_metadata *const _metadata,
+			      const char *path)
 {
 	int pipefd[2], err = 0, status;
 	pid_t pid;
 
-	if (pipe2(pipefd, O_CLOEXEC))
-		return -1;
+	ASSERT_EQ(0, pipe2(pipefd, O_CLOEXEC));
 	pid = fork();
-	if (pid < 0)
-		return -1;
+	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		char *const argv[] = { (char *)path, NULL };
 		char *const envp[] = { NULL };
@@ -259,12 +260,11 @@ static inline int test_execve(const char *path)
 	if (read(pipefd[0], &err, sizeof(err)) != sizeof(err))
 		err = 0; /* pipe closed on exec: it ran */
 	close(pipefd[0]);
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	if (err)
 		return err;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != EXEC_HELPER_STATUS)
-		return -1;
+		return EXEC_RAN_BADLY;
 	return 0;
 }
 
@@ -464,10 +464,11 @@ static inline void scratch_fsuuid(struct __test_metadata *const _metadata,
 
 /*
  * The runtime policy of the "custom" cells: root-owned files on the
- * scratch filesystem only, one rule per hook.  FILE_CHECK is limited to
- * MAY_READ and MAY_WRITE so that execve() is appraised by BPRM_CHECK alone
- * (its open passes MAY_EXEC to FILE_CHECK, which the builtin policy's
- * func-less "appraise fowner=0" would match): a kernel that skips
+ * scratch filesystem only, one rule per hook.  FILE_CHECK covers opens
+ * that read or write ("^": the mask contains it, so O_RDWR and O_APPEND
+ * too), but not execve()'s open, whose mask is MAY_EXEC alone: there
+ * BPRM_CHECK appraises on its own (the builtin policy's func-less
+ * "appraise fowner=0" matches the open already), and a kernel that skips
  * BPRM_CHECK fails exec_test here.  The first write replaces the (empty)
  * boot policy, so it is written once per boot: every later test finds the
  * rules there and appends nothing.
@@ -476,8 +477,8 @@ static inline void load_custom_policy(struct __test_metadata *const _metadata,
 				      const char *dir)
 {
 	static const char *const funcs[] = {
-		"func=FILE_CHECK mask=MAY_READ",
-		"func=FILE_CHECK mask=MAY_WRITE",
+		"func=FILE_CHECK mask=^MAY_READ",
+		"func=FILE_CHECK mask=^MAY_WRITE",
 		"func=BPRM_CHECK",
 		"func=MMAP_CHECK mask=MAY_EXEC",
 	};

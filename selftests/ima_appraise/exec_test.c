@@ -94,11 +94,11 @@ TEST_F(exec_file, execve)
 
 	if (self->skip)
 		return;
-	ret = test_execve(self->path);
+	ret = test_execve(_metadata, self->path);
 	ASSERT_EQ(expected_errno(&self->cell, variant->state), ret)
 	{
 		TH_LOG("execve %s: %s", self->path,
-		       ret == -1 ?
+		       ret == EXEC_RAN_BADLY ?
 			       "it ran, but did not exit with status 42 (killed after the point of no return?)" :
 			       strerror(ret));
 	}
