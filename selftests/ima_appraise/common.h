@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -415,6 +416,75 @@ static inline void assert_ima_after(struct __test_metadata *const _metadata,
 	}
 }
 
+/* ---- audit records: how log mode tells itself apart from off ---- */
+
+/*
+ * A failed appraisal is logged ("audit: type=1800 ... cause=missing-hash
+ * ... name=\"<path>\"") in enforce, fix and log mode alike; without auditd
+ * the record reaches the kernel log through kauditd, asynchronously.
+ * Under the builtin policy ima_appraise=off still appraises (its
+ * POLICY_CHECK rule sets IMA_APPRAISE_POLICY), so off is not checked.
+ */
+#define AUDIT_WAIT_MS 3000
+
+/* Opens /dev/kmsg positioned after every record logged so far. */
+static inline int kmsg_open(struct __test_metadata *const _metadata)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open /dev/kmsg: %s", strerror(errno));
+	}
+	ASSERT_LE(0, lseek(fd, 0, SEEK_END));
+	return fd;
+}
+
+/* Waits for a record containing both needles; true if one came. */
+static inline bool kmsg_wait_for(int fd, const char *needle1,
+				 const char *needle2)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char rec[2048];
+	int waited;
+	ssize_t len;
+
+	for (waited = 0; waited <= AUDIT_WAIT_MS; waited += 100) {
+		while ((len = read(fd, rec, sizeof(rec) - 1)) > 0 ||
+		       (len < 0 && errno == EPIPE)) {
+			if (len <= 0)
+				continue; /* overwritten records: read on */
+			rec[len] = '\0';
+			if (strstr(rec, needle1) && strstr(rec, needle2))
+				return true;
+		}
+		poll(&pfd, 1, 100);
+	}
+	return false;
+}
+
+/*
+ * After an access to a file in state before: in enforce, fix and log mode a
+ * missing or wrong security.ima must have been logged with its cause.
+ */
+static inline void assert_audited(struct __test_metadata *const _metadata,
+				  const struct cell *cell, int kmsg_fd,
+				  const char *path, enum ima_state before)
+{
+	const char *cause = before == STATE_MISSING ? "cause=missing-hash" :
+						      "cause=invalid-hash";
+	char name[PATH_MAX + 8];
+
+	if (cell->mode == MODE_OFF || before == STATE_CORRECT)
+		return;
+	snprintf(name, sizeof(name), "name=\"%s\"", path);
+	ASSERT_TRUE(kmsg_wait_for(kmsg_fd, cause, name))
+	{
+		TH_LOG("%s mode: no audit record \"%s\" for %s within %d ms",
+		       mode_names[cell->mode], cause, path, AUDIT_WAIT_MS);
+	}
+}
+
 /* ---- the scratch filesystem and the custom policy ---- */
 
 static const char *scratch_dir(void)
@@ -525,6 +595,19 @@ static inline void load_custom_policy(struct __test_metadata *const _metadata,
 	ASSERT_EQ(0, close(fd));
 }
 
+static inline void write_sysctl(struct __test_metadata *const _metadata,
+				const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open %s: %s", path, strerror(errno));
+	}
+	ASSERT_EQ((ssize_t)strlen(value), write(fd, value, strlen(value)));
+	EXPECT_EQ(0, close(fd));
+}
+
 /*
  * Common fixture setup: returns true if the test must be skipped (after
  * saying why), otherwise the cell is known, the custom policy is loaded
@@ -545,6 +628,12 @@ static inline bool setup_cell(struct __test_metadata *const _metadata,
 			    IMA_SELFTEST_MARKER);
 	}
 	ASSERT_EQ(0, geteuid());
+	/*
+	 * kauditd prints records under printk_ratelimit() (10 per 5 s by
+	 * default): more would be dropped, and assert_audited() would fail.
+	 */
+	write_sysctl(_metadata, "/proc/sys/kernel/printk_ratelimit_burst",
+		     "10000");
 	ASSERT_EQ(0, statfs(scratch, &sfs))
 	{
 		TH_LOG("scratch filesystem %s: %s", scratch, strerror(errno));

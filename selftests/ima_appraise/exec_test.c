@@ -90,10 +90,11 @@ FIXTURE_TEARDOWN(exec_file)
 
 TEST_F(exec_file, execve)
 {
-	int ret;
+	int kmsg, ret;
 
 	if (self->skip)
 		return;
+	kmsg = kmsg_open(_metadata);
 	ret = test_execve(_metadata, self->path);
 	ASSERT_EQ(expected_errno(&self->cell, variant->state), ret)
 	{
@@ -104,6 +105,9 @@ TEST_F(exec_file, execve)
 	}
 	assert_ima_after(_metadata, &self->cell, self->path, variant->state,
 			 self->good);
+	assert_audited(_metadata, &self->cell, kmsg, self->path,
+		       variant->state);
+	close(kmsg);
 }
 
 TEST_HARNESS_MAIN

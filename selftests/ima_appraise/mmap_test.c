@@ -89,12 +89,18 @@ FIXTURE_TEARDOWN(mmap_file)
 
 TEST_F(mmap_file, prot_exec)
 {
+	int kmsg;
+
 	if (self->skip)
 		return;
+	kmsg = kmsg_open(_metadata);
 	ASSERT_EQ(expected_errno(&self->cell, variant->state),
 		  test_mmap_exec(self->fd, self->len));
 	assert_ima_after(_metadata, &self->cell, self->path, variant->state,
 			 self->good);
+	assert_audited(_metadata, &self->cell, kmsg, self->path,
+		       variant->state);
+	close(kmsg);
 }
 
 /* Without PROT_EXEC the MMAP_CHECK rules do not apply. */

@@ -72,23 +72,35 @@ FIXTURE_TEARDOWN(open_file)
 
 TEST_F(open_file, read)
 {
+	int kmsg;
+
 	if (self->skip)
 		return;
+	kmsg = kmsg_open(_metadata);
 	ASSERT_EQ(expected_errno(&self->cell, variant->state),
 		  test_open(self->path, O_RDONLY));
 	assert_ima_after(_metadata, &self->cell, self->path, variant->state,
 			 self->good);
+	assert_audited(_metadata, &self->cell, kmsg, self->path,
+		       variant->state);
+	close(kmsg);
 }
 
 /* Opening for write is appraised too: a bad file cannot be rewritten. */
 TEST_F(open_file, write)
 {
+	int kmsg;
+
 	if (self->skip)
 		return;
+	kmsg = kmsg_open(_metadata);
 	ASSERT_EQ(expected_errno(&self->cell, variant->state),
 		  test_open(self->path, O_WRONLY));
 	assert_ima_after(_metadata, &self->cell, self->path, variant->state,
 			 self->good);
+	assert_audited(_metadata, &self->cell, kmsg, self->path,
+		       variant->state);
+	close(kmsg);
 }
 
 TEST_HARNESS_MAIN
