@@ -226,7 +226,17 @@ def plan(build: Path, arch: Arch, variants: dict[str, tuple[Path, tuple[Path, ..
     return kernels
 
 
+def own_out_dir(out: Path) -> None:
+    """Makes out a directory of its own: it may still be the symlink of a
+    variant that used to share another's build (see link_alias), and
+    building through it would overwrite that other build."""
+    if out.is_symlink():
+        out.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
 def build_kernel(build: Path, k: Kernel, jobs: int) -> tuple[Kernel, int]:
+    own_out_dir(k.out)
     log = build / "logs" / f"kernel-{k.arch.name}-{k.variant}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")

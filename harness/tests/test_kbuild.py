@@ -78,3 +78,18 @@ def test_a_patch_that_does_not_apply_is_named(pristine: Path, tmp_path: Path) ->
     assert str(e.value).startswith(
         f"{patch} does not apply to linux-source-6.1 (variant 'v'). "
         f"Refresh it against {pristine} or drop it from the series.\n")
+
+
+def test_a_variant_stops_sharing_a_build(tmp_path: Path) -> None:
+    from harness.archs import ARCHS
+    stock = kbuild.Kernel(ARCHS["x86_64"], "stock", tmp_path, tmp_path / "kernel" / "x86_64-stock",
+                          (), ())
+    stock.out.mkdir(parents=True)
+    (stock.out / "vmlinux").write_text("stock")
+    kbuild.link_alias(tmp_path, ARCHS["x86_64"], "patched", stock)
+    patched = tmp_path / "kernel" / "x86_64-patched"
+    assert patched.is_symlink() and (patched / "vmlinux").read_text() == "stock"
+    # Its series gained a patch: it gets a build of its own, stock's stays.
+    kbuild.own_out_dir(patched)
+    assert patched.is_dir() and not patched.is_symlink()
+    assert (stock.out / "vmlinux").read_text() == "stock"
