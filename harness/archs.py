@@ -20,7 +20,6 @@ class Arch:
     machine: str
     cpu: str
     console: str            # console= device in the guest
-    extra_qemu_args: tuple[str, ...] = ()
 
     @property
     def cc(self) -> str:

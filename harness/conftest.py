@@ -39,11 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
     if _MATRIX not in config.stash:
-        overrides = {}
-        for axis in ("archs", "modes", "policies", "variants"):
-            value = config.getoption(axis)
-            if value is not None:
-                overrides[axis] = [v.strip() for v in value.split(",") if v.strip()]
+        # Comma-separated strings: matrix.load() splits and checks them.
+        overrides = {axis: config.getoption(axis)
+                     for axis in ("archs", "modes", "policies", "variants")}
         tree = config.getoption("kernel_tree")
         try:
             config.stash[_MATRIX] = matrix_mod.load(

@@ -9,7 +9,6 @@ guest's /selftests is exactly what a user would run by hand:
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import stat
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from .archs import Arch
 from .errors import BuildError, DependencyError
+from .subproc import clean_env
 
 # Copied from the kernel tree next to our selftests/ (never into the repo).
 KSELFTEST_FILES = ("lib.mk", "kselftest_harness.h", "kselftest.h",
@@ -27,15 +27,6 @@ KSELFTEST_FILES = ("lib.mk", "kselftest_harness.h", "kselftest.h",
 # them, so the guest's make has nothing to rebuild (and no clock skew
 # warnings: the guest has no RTC and believes it is 1970).
 SOURCE_MTIME, BINARY_MTIME = 1, 2
-
-
-def clean_env() -> dict[str, str]:
-    """Environment for a nested make: without the outer make's variables,
-    lib.mk would take MAKELEVEL>0 to mean OUTPUT is set by a parent."""
-    env = dict(os.environ)
-    for var in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"):
-        env.pop(var, None)
-    return env
 
 
 def _copy_if_changed(src: Path, dst: Path) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import kconfig
-from .initramfs import clean_env
+from .subproc import clean_env
 from .archs import Arch
 from .errors import BuildError, ConfigError, DependencyError
 

@@ -230,7 +230,8 @@ def load(path: Path, *, archs: Iterable[str] | None = None,
         axes[axis] = names.axis(matrix[axis], axis, f"{name}: matrix.{axis}")
         given = overrides[axis]
         if given is not None:
-            value = given.split(",") if isinstance(given, str) else list(given)
+            value = ([v.strip() for v in given.split(",") if v.strip()]
+                     if isinstance(given, str) else list(given))
             axes[axis] = names.axis(value, axis, f"command line --{axis}")
     rules = _exclusions(matrix.get("exclude", []), f"{name}: matrix.exclude", names)
 

@@ -58,7 +58,7 @@ def command(req: BootRequest) -> list[str]:
            # 'reboot -f' in the guest ends QEMU.
            "-no-reboot",
            "-kernel", str(req.kernel), "-initrd", str(req.initrd),
-           "-append", kernel_cmdline(req), *a.extra_qemu_args]
+           "-append", kernel_cmdline(req)]
     if req.disk:
         cmd += ["-drive", f"file={req.disk},format=raw,if=none,id=scratch",
                 "-device", "virtio-blk-pci,drive=scratch"]
