@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import initramfs, kbuild, qemu, results
+from . import initramfs, kbuild, keys, qemu, results
 from .archs import ARCHS
 from .cases import Case
 from .errors import HarnessError
@@ -47,9 +47,10 @@ class _Timer:
         self.timings[self.phase] = self.timings.get(self.phase, 0.0) + time.monotonic() - self.start
 
 
-def _fragments(repo: Path, arch: str) -> tuple[Path, ...]:
+def _fragments(repo: Path, arch: str, build: Path) -> tuple[Path, ...]:
     cfg = repo / "kernel-patches" / "config"
-    return (cfg / "common.config", cfg / f"{arch}.config")
+    return (cfg / "common.config", cfg / f"{arch}.config",
+            keys.ensure(build) / "trusted-keys.config")
 
 
 @contextlib.contextmanager
@@ -112,7 +113,7 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
                 continue
             sources[v] = (variant.tree or pristine, patches)
         plan = kbuild.plan(build, arch, sources,
-                           {v: _fragments(repo, arch_name) for v in sources})
+                           {v: _fragments(repo, arch_name, build) for v in sources})
         built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
         for v, k in plan.items():
             if k.out not in built:
