@@ -13,9 +13,16 @@
 
 The CA is made first and never remade while ca.pem exists, so the kernels
 are not rebuilt for a new key on every run.
+
+stage_guest_keys() puts what the guest tests need, and nothing secret, into
+the staged selftests (<stage>/ima_appraise/keys/, GUEST_KEY_FILES): the two
+certificates sig_test loads into .ima, the fixed payload and security.ima
+values (type 0x03, v2) for it, made with 'evmctl sign_hash', which reads a
+digest on stdin and never touches a file or its xattrs.
 """
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
@@ -84,3 +91,78 @@ def ensure(build: Path) -> Path:
     if not fragment.is_file() or fragment.read_text() != text:
         fragment.write_text(text)
     return keys
+
+
+# ---- what the guest gets -------------------------------------------------
+
+# The content every signature below signs; sig_test reads it from the guest's
+# keys/payload, so this is its only source.
+PAYLOAD = b"IMA appraisal selftest: a file signed by the test key\n"
+EVM_IMA_XATTR_DIGSIG, SIG_V2, HASH_ALGO_SHA256 = 3, 2, 4
+SIG_HEADER_LEN = 9          # type, version, hash algo, be32 keyid, be16 sig size
+GUEST_KEY_FILES = ("ima.der", "rogue.der", "payload", "payload.good.sig",
+                   "payload.unknown.sig", "payload.corrupt.sig")
+
+
+def sign_digest(keys: Path, key: str, digest: bytes) -> bytes:
+    """The security.ima value evmctl makes for a sha256 digest with
+    keys/<key>.key (stdin/stdout only: no file, no xattr)."""
+    cmd = ["evmctl", "sign_hash", "-a", "sha256", "--key", str(keys / f"{key}.key")]
+    try:
+        proc = subprocess.run(cmd, input=f"{digest.hex()}  payload\n", stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=clean_env())
+    except FileNotFoundError:
+        raise DependencyError("evmctl not found: install ima-evm-utils ('make deps')") from None
+    fields = proc.stdout.split()
+    if proc.returncode or len(fields) != 3:
+        raise BuildError(f"signing with {keys / key}.key failed: {' '.join(cmd)}\n"
+                         + proc.stdout[-1000:] + proc.stderr[-1000:])
+    sig = bytes.fromhex(fields[2])
+    check_signature(sig)
+    return sig
+
+
+def check_signature(sig: bytes) -> None:
+    """Raises BuildError unless sig is a v2 sha256 signature whose header
+    (struct signature_v2_hdr) announces exactly the bytes that follow."""
+    if (len(sig) <= SIG_HEADER_LEN or sig[0] != EVM_IMA_XATTR_DIGSIG or sig[1] != SIG_V2
+            or sig[2] != HASH_ALGO_SHA256
+            or int.from_bytes(sig[7:9], "big") != len(sig) - SIG_HEADER_LEN):
+        raise BuildError(f"evmctl made an unexpected signature: {sig[:SIG_HEADER_LEN].hex()}... "
+                         f"({len(sig)} bytes); expected 03 02 04 <keyid> <size>")
+
+
+def corrupt(sig: bytes) -> bytes:
+    """sig with one byte of the signature proper flipped, header intact."""
+    body = bytearray(sig)
+    body[SIG_HEADER_LEN + 10] ^= 0xff
+    return bytes(body)
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    if not path.is_file() or path.read_bytes() != data:
+        path.write_bytes(data)
+
+
+def stage_guest_keys(keys: Path, stage: Path) -> Path:
+    """Writes GUEST_KEY_FILES into <stage>/ima_appraise/keys/ (unchanged files
+    keep their mtime); returns that directory."""
+    out = stage / "ima_appraise" / "keys"
+    out.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(PAYLOAD).digest()
+    good = sign_digest(keys, "ima", digest)
+    files = {
+        "ima.der": (keys / "ima.der").read_bytes(),
+        "rogue.der": (keys / "rogue.der").read_bytes(),
+        "payload": PAYLOAD,
+        "payload.good.sig": good,
+        "payload.unknown.sig": sign_digest(keys, "unknown", digest),
+        "payload.corrupt.sig": corrupt(good),
+    }
+    assert tuple(files) == GUEST_KEY_FILES
+    for name, data in files.items():
+        _write_if_changed(out / name, data)
+    for old in out.iterdir():
+        if old.name not in files:
+            old.unlink()
+    return out
