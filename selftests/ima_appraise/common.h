@@ -39,11 +39,19 @@
 /* Size of a test directory path: short, so dir + "/name" always fits. */
 #define DIR_MAX 256
 
-/* security.ima layout for a sha256 digest: IMA_XATTR_DIGEST_NG, algo, digest */
+/*
+ * security.ima of a hash, as ima_fix_xattr() writes it: SHA-1 (and MD5) as
+ * IMA_XATTR_DIGEST (01 <digest>), every other algorithm as
+ * IMA_XATTR_DIGEST_NG (04 <enum hash_algo> <digest>).
+ */
+#define IMA_XATTR_DIGEST 0x01
 #define IMA_XATTR_DIGEST_NG 0x04
+#define HASH_ALGO_SHA1 2
 #define HASH_ALGO_SHA256 4
+#define SHA1_LEN 20
 #define SHA256_LEN 32
-#define IMA_XATTR_LEN (2 + SHA256_LEN)
+/* Room for any value the tests read: 04 <algo> <sha512 digest>. */
+#define IMA_XATTR_MAX 66
 
 enum appraise_mode { MODE_ENFORCE, MODE_FIX, MODE_LOG, MODE_OFF };
 enum policy_source { POLICY_BUILTIN, POLICY_LEGACY, POLICY_CUSTOM };
@@ -59,7 +67,27 @@ struct cell {
 	bool harness;
 	enum appraise_mode mode;
 	enum policy_source policy;
+	/* ima_hash=: what IMA hashes new and repaired files with (enum hash_algo) */
+	int hash_algo;
+	/* ima_appraise_setattr=remove: post_setattr removes security.ima */
+	bool setattr_remove;
 };
+
+/*
+ * The uid table: file owners that select extra rules of the custom policy
+ * (or no rule at all), one per feature, so that rules appended by one test
+ * never apply to another test's files.
+ *
+ * FOWNER_NOT_IN_POLICY: outside every rule (the base rules are fowner=0,
+ *                       the builtin appraise_tcb policy's too).
+ * FOWNER_IMASIG:        signatures: appraise_type=imasig rules.
+ */
+#define FOWNER_NOT_IN_POLICY 1000
+#define FOWNER_IMASIG 4242
+
+/* SKIP for a reason the cell states; the harness accepts only these. */
+#define CELL_SKIP(statement, fmt, ...) \
+	SKIP(statement, "not for this cell: " fmt, ##__VA_ARGS__)
 
 /* ---- SHA-256 (FIPS 180-4), so the tests depend on no library ---- */
 
@@ -143,6 +171,62 @@ static inline void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
 		out[i] = s.h[i / 4] >> (24 - 8 * (i % 4));
 }
 
+/* ---- SHA-1 (FIPS 180-4), the default ima_hash of the kernels under test ---- */
+
+#define ROL32(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
+
+static inline void sha1_block(uint32_t h[5], const uint8_t *p)
+{
+	uint32_t w[80], a, b, c, d, e, f, k, t;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | p[4 * i + 1] << 16 |
+		       p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (; i < 80; i++)
+		w[i] = ROL32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+	a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+	for (i = 0; i < 80; i++) {
+		if (i < 20)
+			f = (b & c) | (~b & d), k = 0x5a827999;
+		else if (i < 40)
+			f = b ^ c ^ d, k = 0x6ed9eba1;
+		else if (i < 60)
+			f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
+		else
+			f = b ^ c ^ d, k = 0xca62c1d6;
+		t = ROL32(a, 5) + f + e + k + w[i];
+		e = d, d = c, c = ROL32(b, 30), b = a, a = t;
+	}
+	h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
+}
+
+static inline void sha1(const void *data, size_t len, uint8_t out[SHA1_LEN])
+{
+	uint32_t h[5] = { 0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476,
+			  0xc3d2e1f0 };
+	const uint8_t *p = data;
+	uint64_t bits = (uint64_t)len * 8;
+	uint8_t buf[64];
+	int i;
+
+	for (; len >= 64; len -= 64, p += 64)
+		sha1_block(h, p);
+	memcpy(buf, p, len);
+	buf[len++] = 0x80;
+	if (len > 56) {
+		memset(buf + len, 0, 64 - len);
+		sha1_block(h, buf);
+		len = 0;
+	}
+	memset(buf + len, 0, 56 - len);
+	for (i = 0; i < 8; i++)
+		buf[56 + i] = bits >> (56 - 8 * i);
+	sha1_block(h, buf);
+	for (i = 0; i < SHA1_LEN; i++)
+		out[i] = h[i / 4] >> (24 - 8 * (i % 4));
+}
+
 /* ---- the cell: harness marker, ima_appraise= and policy source ---- */
 
 static inline bool cmdline_has(const char *cmdline, const char *token)
@@ -159,7 +243,11 @@ static inline bool cmdline_has(const char *cmdline, const char *token)
 	return false;
 }
 
-/* Value of "key=" on the command line (last one wins, as for the kernel). */
+/*
+ * Value of "key=" on the command line (last one wins, as for the kernel).
+ * The key must be followed by '=': "ima_appraise" does not match
+ * ima_appraise_tcb or ima_appraise_setattr=.
+ */
 static const char *cmdline_value(const char *cmdline, const char *key,
 				 char *val, size_t size)
 {
@@ -205,6 +293,25 @@ static inline int read_cell(struct cell *cell)
 		else if (!strncmp(val, "fix", 3))
 			cell->mode = MODE_FIX;
 	}
+
+	/*
+	 * ima_hash= (hash_setup()): a name of hash_algo_name[]; the kernels
+	 * under test default to SHA-1.  Only the algorithms the tests can
+	 * compute are known; anything else is 0 and setup_cell() fails.
+	 */
+	cell->hash_algo = HASH_ALGO_SHA1;
+	if (cmdline_value(cmdline, "ima_hash", val, sizeof(val))) {
+		if (!strcmp(val, "sha1"))
+			cell->hash_algo = HASH_ALGO_SHA1;
+		else if (!strcmp(val, "sha256"))
+			cell->hash_algo = HASH_ALGO_SHA256;
+		else
+			cell->hash_algo = 0;
+	}
+
+	cell->setattr_remove = cmdline_value(cmdline, "ima_appraise_setattr",
+					     val, sizeof(val)) &&
+			       !strcmp(val, "remove");
 
 	/* ima_policy= takes '|'-separated names; appraise_tcb is ours. */
 	if (cmdline_value(cmdline, "ima_policy", val, sizeof(val)) &&
@@ -281,12 +388,35 @@ static inline int test_mmap_exec(int fd, size_t len)
 
 /* ---- security.ima ---- */
 
-static inline void ima_digest_xattr(const void *data, size_t len,
-				    uint8_t out[IMA_XATTR_LEN])
+/*
+ * The security.ima value IMA itself writes (fix mode, last writer) for a
+ * file holding data, in this cell; returns its length.
+ */
+static inline size_t ima_hash_xattr(const struct cell *cell, const void *data,
+				    size_t len, uint8_t out[IMA_XATTR_MAX])
 {
-	out[0] = IMA_XATTR_DIGEST_NG;
-	out[1] = HASH_ALGO_SHA256;
-	sha256(data, len, out + 2);
+	if (cell->hash_algo == HASH_ALGO_SHA256) {
+		out[0] = IMA_XATTR_DIGEST_NG;
+		out[1] = HASH_ALGO_SHA256;
+		sha256(data, len, out + 2);
+		return 2 + SHA256_LEN;
+	}
+	out[0] = IMA_XATTR_DIGEST;
+	sha1(data, len, out + 1);
+	return 1 + SHA1_LEN;
+}
+
+/* Length and digest offset of a value made by ima_hash_xattr(). */
+static inline size_t ima_xattr_len(const uint8_t *value, size_t *digest_off)
+{
+	if (value[0] == IMA_XATTR_DIGEST) {
+		*digest_off = 1;
+		return 1 + SHA1_LEN;
+	}
+	*digest_off = 2;
+	return value[0] == IMA_XATTR_DIGEST_NG && value[1] == HASH_ALGO_SHA256 ?
+		       2 + SHA256_LEN :
+		       0;
 }
 
 /* Returns the length read, or -errno. */
@@ -333,34 +463,103 @@ static inline void create_file(struct __test_metadata *const _metadata,
 	ASSERT_EQ(0, close(fd));
 }
 
+/* "01 a3 5f ...": for TH_LOG. */
+static inline const char *hex(const uint8_t *buf, ssize_t len, char *out,
+			      size_t size)
+{
+	size_t used = 0;
+	ssize_t i;
+
+	out[0] = '\0';
+	if (len < 0) {
+		snprintf(out, size, "(none: %s)", strerror(-len));
+		return out;
+	}
+	for (i = 0; i < len && used + 4 < size; i++)
+		used += snprintf(out + used, size - used, "%s%02x",
+				 i ? " " : "", buf[i]);
+	return out;
+}
+
+/* security.ima of path must be exactly want[0..len). */
+static inline void assert_ima_is(struct __test_metadata *const _metadata,
+				 const char *path, const uint8_t *want,
+				 size_t len)
+{
+	char seen_hex[3 * IMA_XATTR_MAX + 64], want_hex[3 * IMA_XATTR_MAX + 64];
+	uint8_t seen[IMA_XATTR_MAX + 16];
+	ssize_t seen_len = get_ima(path, seen, sizeof(seen));
+
+	ASSERT_TRUE(seen_len == (ssize_t)len && !memcmp(want, seen, len))
+	{
+		TH_LOG("%s: security.ima is %s, expected %s", path,
+		       hex(seen, seen_len, seen_hex, sizeof(seen_hex)),
+		       hex(want, len, want_hex, sizeof(want_hex)));
+	}
+}
+
+/* path must have no security.ima at all. */
+static inline void assert_no_ima(struct __test_metadata *const _metadata,
+				 const char *path)
+{
+	char seen_hex[3 * IMA_XATTR_MAX + 64];
+	uint8_t seen[IMA_XATTR_MAX + 16];
+	ssize_t seen_len = get_ima(path, seen, sizeof(seen));
+
+	ASSERT_EQ(-ENODATA, seen_len)
+	{
+		TH_LOG("%s: security.ima should be absent, it is %s", path,
+		       hex(seen, seen_len, seen_hex, sizeof(seen_hex)));
+	}
+}
+
+/*
+ * The well-formed but wrong value for a file whose correct value is good
+ * (from ima_hash_xattr()): the same header with the digest bytes inverted.
+ */
+static inline size_t ima_wrong_xattr(const uint8_t *good,
+				     uint8_t wrong[IMA_XATTR_MAX])
+{
+	size_t off, len = ima_xattr_len(good, &off), i;
+
+	memcpy(wrong, good, len);
+	for (i = off; i < len; i++)
+		wrong[i] = ~wrong[i];
+	return len;
+}
+
 /*
  * Puts security.ima of path into the given state.  good is the correct
- * value for the file's contents; the wrong one is good with its digest
- * bytes inverted, so it is well formed and only the digest mismatches.
+ * value for the file's contents in this cell, from ima_hash_xattr(); the
+ * wrong one is ima_wrong_xattr(good): well formed, of the cell's
+ * algorithm (which is then also the one IMA re-hashes with), only the
+ * digest mismatches.
  */
 static inline void set_ima_state(struct __test_metadata *const _metadata,
 				 const char *path, enum ima_state state,
-				 const uint8_t good[IMA_XATTR_LEN])
+				 const uint8_t *good)
 {
-	uint8_t wrong[IMA_XATTR_LEN];
-	int i;
+	uint8_t wrong[IMA_XATTR_MAX];
+	size_t off, len = ima_xattr_len(good, &off);
 
+	ASSERT_NE(0, len)
+	{
+		TH_LOG("good value for %s not made by ima_hash_xattr()", path);
+	}
 	switch (state) {
 	case STATE_MISSING:
 		if (removexattr(path, XATTR_IMA))
 			ASSERT_EQ(ENODATA, errno);
 		break;
 	case STATE_WRONG:
-		memcpy(wrong, good, IMA_XATTR_LEN);
-		for (i = 2; i < IMA_XATTR_LEN; i++)
-			wrong[i] = ~wrong[i];
-		ASSERT_EQ(0, setxattr(path, XATTR_IMA, wrong, IMA_XATTR_LEN, 0))
+		ima_wrong_xattr(good, wrong);
+		ASSERT_EQ(0, setxattr(path, XATTR_IMA, wrong, len, 0))
 		{
 			TH_LOG("setxattr %s: %s", path, strerror(errno));
 		}
 		break;
 	case STATE_CORRECT:
-		ASSERT_EQ(0, setxattr(path, XATTR_IMA, good, IMA_XATTR_LEN, 0))
+		ASSERT_EQ(0, setxattr(path, XATTR_IMA, good, len, 0))
 		{
 			TH_LOG("setxattr %s: %s", path, strerror(errno));
 		}
@@ -376,43 +575,24 @@ static inline int expected_errno(const struct cell *cell, enum ima_state state)
 }
 
 /*
- * After an access, security.ima must hold: the correct digest in fix mode
- * (ima_fix_xattr), and whatever it held before in every other mode.
+ * After an access, security.ima must hold exactly: the correct value in
+ * fix mode (ima_fix_xattr(), the cell's algorithm) and whatever it held
+ * before in every other mode.
  */
 static inline void assert_ima_after(struct __test_metadata *const _metadata,
 				    const struct cell *cell, const char *path,
-				    enum ima_state before,
-				    const uint8_t good[IMA_XATTR_LEN])
+				    enum ima_state before, const uint8_t *good)
 {
-	uint8_t seen[IMA_XATTR_LEN + 64];
-	ssize_t len = get_ima(path, seen, sizeof(seen));
-	int i;
+	uint8_t wrong[IMA_XATTR_MAX];
+	size_t off, len = ima_xattr_len(good, &off);
 
 	if (cell->mode == MODE_FIX || before == STATE_CORRECT) {
-		ASSERT_EQ(IMA_XATTR_LEN, len)
-		{
-			TH_LOG("%s mode: %s should hold a sha256 digest, getxattr: %zd",
-			       mode_names[cell->mode], path, len);
-		}
-		ASSERT_EQ(0, memcmp(good, seen, IMA_XATTR_LEN))
-		{
-			TH_LOG("%s mode: %s: security.ima is not the correct digest",
-			       mode_names[cell->mode], path);
-		}
+		assert_ima_is(_metadata, path, good, len);
 	} else if (before == STATE_MISSING) {
-		ASSERT_EQ(-ENODATA, len)
-		{
-			TH_LOG("%s mode: %s gained a security.ima (%zd bytes)",
-			       mode_names[cell->mode], path, len);
-		}
+		assert_no_ima(_metadata, path);
 	} else {
-		ASSERT_EQ(IMA_XATTR_LEN, len);
-		for (i = 2; i < IMA_XATTR_LEN; i++)
-			ASSERT_EQ((uint8_t)~good[i], seen[i])
-			{
-				TH_LOG("%s mode: the wrong digest of %s was rewritten",
-				       mode_names[cell->mode], path);
-			}
+		ima_wrong_xattr(good, wrong);
+		assert_ima_is(_metadata, path, wrong, len);
 	}
 }
 
@@ -422,10 +602,23 @@ static inline void assert_ima_after(struct __test_metadata *const _metadata,
  * A failed appraisal is logged ("audit: type=1800 ... cause=missing-hash
  * ... name=\"<path>\"") in enforce, fix and log mode alike; without auditd
  * the record reaches the kernel log through kauditd, asynchronously.
- * Under the builtin policy ima_appraise=off still appraises (its
- * POLICY_CHECK rule sets IMA_APPRAISE_POLICY), so off is not checked.
+ *
+ * ima_appraise=off is only off under a custom policy.  Under the builtin
+ * (or legacy) appraise_tcb policy, its "appraise func=POLICY_CHECK" rule
+ * makes ima_update_policy_flags() OR IMA_APPRAISE_POLICY into ima_appraise,
+ * so IMA_APPRAISE stays in ima_policy_flag: files are still appraised and
+ * failures logged, but neither denied (no IMA_APPRAISE_ENFORCE) nor
+ * repaired (no IMA_APPRAISE_FIX): builtin/legacy off behaves as log.
  */
 #define AUDIT_WAIT_MS 3000
+/* How long "no record" is watched for: kauditd prints within milliseconds. */
+#define AUDIT_QUIET_MS 500
+
+/* Whether this cell logs failed appraisals at all (see above). */
+static inline bool cell_audits(const struct cell *cell)
+{
+	return cell->mode != MODE_OFF || cell->policy != POLICY_CUSTOM;
+}
 
 /* Opens /dev/kmsg positioned after every record logged so far. */
 static inline int kmsg_open(struct __test_metadata *const _metadata)
@@ -440,16 +633,16 @@ static inline int kmsg_open(struct __test_metadata *const _metadata)
 	return fd;
 }
 
-/* Waits for a record containing both needles; true if one came. */
-static inline bool kmsg_wait_for(int fd, const char *needle1,
-				 const char *needle2)
+/* Waits up to ms for a record containing both needles; true if one came. */
+static inline bool kmsg_wait_ms(int fd, const char *needle1,
+				const char *needle2, int ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	char rec[2048];
 	int waited;
 	ssize_t len;
 
-	for (waited = 0; waited <= AUDIT_WAIT_MS; waited += 100) {
+	for (waited = 0; waited <= ms; waited += 100) {
 		while ((len = read(fd, rec, sizeof(rec) - 1)) > 0 ||
 		       (len < 0 && errno == EPIPE)) {
 			if (len <= 0)
@@ -463,26 +656,54 @@ static inline bool kmsg_wait_for(int fd, const char *needle1,
 	return false;
 }
 
+static inline bool kmsg_wait_for(int fd, const char *needle1,
+				 const char *needle2)
+{
+	return kmsg_wait_ms(fd, needle1, needle2, AUDIT_WAIT_MS);
+}
+
 /*
- * After an access to a file in state before: in enforce, fix and log mode a
- * missing or wrong security.ima must have been logged with its cause.
+ * The audit record "<cause> ... name=\"<path>\"" must come if the cell
+ * logs failures (cell_audits()), and must not come otherwise.
+ */
+static inline void assert_cause_logged(struct __test_metadata *const _metadata,
+				       const struct cell *cell, int kmsg_fd,
+				       const char *path, const char *cause)
+{
+	char name[PATH_MAX + 8];
+
+	snprintf(name, sizeof(name), "name=\"%s\"", path);
+	if (cell_audits(cell)) {
+		ASSERT_TRUE(kmsg_wait_for(kmsg_fd, cause, name))
+		{
+			TH_LOG("%s mode, %s policy: no audit record \"%s\" for %s within %d ms",
+			       mode_names[cell->mode],
+			       policy_names[cell->policy], cause, path,
+			       AUDIT_WAIT_MS);
+		}
+	} else {
+		ASSERT_FALSE(kmsg_wait_ms(kmsg_fd, cause, name, AUDIT_QUIET_MS))
+		{
+			TH_LOG("off mode, custom policy: IMA is off, yet it logged \"%s\" for %s",
+			       cause, path);
+		}
+	}
+}
+
+/*
+ * After an access to a file in state before: a missing or wrong
+ * security.ima must have been logged with its cause where the cell logs
+ * failures, and must not have been where IMA is off (custom policy).
  */
 static inline void assert_audited(struct __test_metadata *const _metadata,
 				  const struct cell *cell, int kmsg_fd,
 				  const char *path, enum ima_state before)
 {
-	const char *cause = before == STATE_MISSING ? "cause=missing-hash" :
-						      "cause=invalid-hash";
-	char name[PATH_MAX + 8];
-
-	if (cell->mode == MODE_OFF || before == STATE_CORRECT)
+	if (before == STATE_CORRECT)
 		return;
-	snprintf(name, sizeof(name), "name=\"%s\"", path);
-	ASSERT_TRUE(kmsg_wait_for(kmsg_fd, cause, name))
-	{
-		TH_LOG("%s mode: no audit record \"%s\" for %s within %d ms",
-		       mode_names[cell->mode], cause, path, AUDIT_WAIT_MS);
-	}
+	assert_cause_logged(_metadata, cell, kmsg_fd, path,
+			    before == STATE_MISSING ? "cause=missing-hash" :
+						      "cause=invalid-hash");
 }
 
 /* ---- the scratch filesystem and the custom policy ---- */
@@ -595,6 +816,89 @@ static inline void load_custom_policy(struct __test_metadata *const _metadata,
 	ASSERT_EQ(0, close(fd));
 }
 
+/* Whether line has the same words as rule, in any order. */
+static inline bool same_rule(const char *line, size_t line_len,
+			     const char *rule)
+{
+	char a[512], b[512], *sa, *sb, *wa[32], *wb[32], *tok;
+	int na = 0, nb = 0, i, j;
+
+	if (line_len >= sizeof(a) || strlen(rule) >= sizeof(b))
+		return false;
+	memcpy(a, line, line_len);
+	a[line_len] = '\0';
+	strcpy(b, rule);
+	for (tok = strtok_r(a, "\n\t ", &sa); tok && na < 32;
+	     tok = strtok_r(NULL, "\n\t ", &sa))
+		wa[na++] = tok;
+	for (tok = strtok_r(b, "\n\t ", &sb); tok && nb < 32;
+	     tok = strtok_r(NULL, "\n\t ", &sb))
+		wb[nb++] = tok;
+	if (na != nb)
+		return false;
+	for (i = 0; i < nb; i++) {
+		for (j = 0; j < na; j++)
+			if (wa[j] && !strcmp(wa[j], wb[i]))
+				break;
+		if (j == na)
+			return false;
+		wa[j] = NULL;
+	}
+	return true;
+}
+
+/*
+ * Appends one rule to the custom policy unless the policy already has it
+ * (every test binary of a boot shares the policy, and rules cannot be
+ * removed).  Write rules the way the policy file shows them (e.g.
+ * "mask=MAY_EXEC", "fowner=4242", a lower-case fsuuid=) so that the
+ * check finds them.  Custom cells only: a write would replace the
+ * builtin policy.
+ */
+static inline void policy_add_rule(struct __test_metadata *const _metadata,
+				   const char *rule)
+{
+	char current[16384], buf[512], *line, *end;
+	struct cell cell;
+	ssize_t len;
+	int fd;
+
+	ASSERT_EQ(0, read_cell(&cell));
+	ASSERT_EQ(POLICY_CUSTOM, cell.policy)
+	{
+		TH_LOG("policy_add_rule(\"%s\") in a %s-policy cell would replace it",
+		       rule, policy_names[cell.policy]);
+	}
+	fd = open(IMA_POLICY, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open %s: %s", IMA_POLICY, strerror(errno));
+	}
+	len = read(fd, current, sizeof(current) - 1);
+	close(fd);
+	ASSERT_LE(0, len);
+	current[len] = '\0';
+	for (line = current; *line; line = *end ? end + 1 : end) {
+		end = strchrnul(line, '\n');
+		if (same_rule(line, end - line, rule))
+			return;
+	}
+	fd = open(IMA_POLICY, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open %s for writing: %s", IMA_POLICY, strerror(errno));
+	}
+	/* ima_parse_add_rule() takes one '\n'-terminated rule per write(). */
+	len = snprintf(buf, sizeof(buf), "%s\n", rule);
+	ASSERT_GT(sizeof(buf), len);
+	ASSERT_EQ(len, write(fd, buf, len))
+	{
+		TH_LOG("IMA rejected the rule \"%s\": %s", rule,
+		       strerror(errno));
+	}
+	ASSERT_EQ(0, close(fd));
+}
+
 static inline void write_sysctl(struct __test_metadata *const _metadata,
 				const char *path, const char *value)
 {
@@ -628,6 +932,10 @@ static inline bool setup_cell(struct __test_metadata *const _metadata,
 			    IMA_SELFTEST_MARKER);
 	}
 	ASSERT_EQ(0, geteuid());
+	ASSERT_NE(0, cell->hash_algo)
+	{
+		TH_LOG("ima_hash= on the command line names an algorithm these tests cannot compute (sha1 and sha256 only)");
+	}
 	/*
 	 * kauditd prints records under printk_ratelimit() (10 per 5 s by
 	 * default): more would be dropped, and assert_audited() would fail.

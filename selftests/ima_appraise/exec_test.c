@@ -26,7 +26,7 @@ FIXTURE(exec_file)
 	struct cell cell;
 	char dir[DIR_MAX];
 	char path[PATH_MAX];
-	uint8_t good[IMA_XATTR_LEN];
+	uint8_t good[IMA_XATTR_MAX];
 };
 
 FIXTURE_VARIANT(exec_file)
@@ -77,7 +77,7 @@ FIXTURE_SETUP(exec_file)
 	elf = read_file(_metadata, helper, &len);
 	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, prog_name);
 	create_file(_metadata, self->path, elf, len);
-	ima_digest_xattr(elf, len, self->good);
+	ima_hash_xattr(&self->cell, elf, len, self->good);
 	free(elf);
 	set_ima_state(_metadata, self->path, variant->state, self->good);
 }

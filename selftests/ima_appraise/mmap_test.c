@@ -28,7 +28,7 @@ FIXTURE(mmap_file)
 	struct cell cell;
 	char dir[DIR_MAX];
 	char path[PATH_MAX];
-	uint8_t good[IMA_XATTR_LEN];
+	uint8_t good[IMA_XATTR_MAX];
 	int fd;
 	size_t len;
 };
@@ -68,7 +68,7 @@ FIXTURE_SETUP(mmap_file)
 	self->len = sizeof(page);
 	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, lib_name);
 	create_file(_metadata, self->path, page, self->len);
-	ima_digest_xattr(page, self->len, self->good);
+	ima_hash_xattr(&self->cell, page, self->len, self->good);
 	set_ima_state(_metadata, self->path, STATE_CORRECT, self->good);
 	self->fd = open(self->path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->fd)

@@ -27,7 +27,7 @@ FIXTURE(open_file)
 	struct cell cell;
 	char dir[DIR_MAX];
 	char path[PATH_MAX];
-	uint8_t good[IMA_XATTR_LEN];
+	uint8_t good[IMA_XATTR_MAX];
 };
 
 FIXTURE_VARIANT(open_file)
@@ -60,7 +60,7 @@ FIXTURE_SETUP(open_file)
 		return;
 	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
 	create_file(_metadata, self->path, contents, sizeof(contents) - 1);
-	ima_digest_xattr(contents, sizeof(contents) - 1, self->good);
+	ima_hash_xattr(&self->cell, contents, sizeof(contents) - 1, self->good);
 	set_ima_state(_metadata, self->path, variant->state, self->good);
 }
 
