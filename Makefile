@@ -3,8 +3,10 @@
 #   make run                 build what changed, boot the whole matrix
 #   make check               unit tests of the harness, then 'make run'
 #   make run K='aarch64 and enforce and exec'      pytest -k selection
-#   make run VARIANTS=skip-exec-appraisal          a variant not in the default axes
+#   make run VARIANTS=patched HASHES=sha256        narrow any axis (comma lists)
 #   make run KERNEL_TREE=~/src/linux               your own kernel tree, as variant "local"
+#   make run EXTRA_PATCHES="a.patch b.patch"       patched + these patches, as variant "extra"
+#   make mutants                                   every known-bad patch must be caught
 #
 # Build output goes to build/ (kernel tree, kernels, initramfs, results).
 
@@ -23,25 +25,28 @@ endif
 # Matrix selection, passed through to the harness (see harness/conftest.py).
 matrix_args = $(if $(K),-k '$(K)') $(if $(ARCHS),--archs=$(ARCHS)) \
 	$(if $(MODES),--modes=$(MODES)) $(if $(POLICIES),--policies=$(POLICIES)) \
+	$(if $(HASHES),--hashes=$(HASHES)) $(if $(SETATTR),--setattr=$(SETATTR)) \
 	$(if $(VARIANTS),--variants=$(VARIANTS)) $(if $(JOBS),--jobs=$(JOBS)) \
 	$(if $(ACCEL),--accel=$(ACCEL)) $(if $(KERNEL_TREE),--kernel-tree=$(KERNEL_TREE)) \
-	--build-dir=$(BUILD)
+	$(if $(EXTRA_PATCHES),--extra-patches='$(EXTRA_PATCHES)') --build-dir=$(BUILD)
 
-.PHONY: help deps run unit check regressions selftests clean distclean
+.PHONY: help deps run unit check mutants regressions selftests clean distclean
 
 help:
 	@echo 'Targets:'
 	@echo '  run        build kernels, selftests and initramfs as needed; boot every matrix cell'
 	@echo '  check      unit tests of the harness, then the full matrix (what CI runs)'
 	@echo '  unit       unit tests of the harness only (no QEMU)'
-	@echo '  regressions  boot every deliberately broken kernel (x86_64 unless ARCHS=);'
-	@echo '             fails unless each is caught as matrix.yaml says'
+	@echo '  mutants    boot every known-bad patch of kernel-patches/regressions on top of'
+	@echo '             the series (x86_64 unless ARCHS=; MUTANTS=<names> picks some);'
+	@echo '             fails unless each is caught as its Caught-by: trailers say'
 	@echo '  selftests  build the guest /selftests tree only: build/selftests/<arch>/'
 	@echo '  deps       install missing Debian packages and the arm64 guest userland'
 	@echo '  clean      remove results and scratch disks; distclean: all of build/'
-	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= VARIANTS= (comma lists)'
-	@echo '           JOBS=<guests at once> ACCEL=auto|tcg|kvm V=1 BUILD=<dir>'
+	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= HASHES= SETATTR= VARIANTS='
+	@echo '           (comma lists) JOBS=<guests at once> ACCEL=auto|tcg|kvm V=1 BUILD=<dir>'
 	@echo '           KERNEL_TREE=<your kernel source tree>: boot it as variant "local"'
+	@echo '           EXTRA_PATCHES="a.patch b.patch": boot patched + these as variant "extra"'
 
 deps:
 	$(Q)sh scripts/deps.sh
@@ -56,9 +61,13 @@ unit: deps
 check: unit
 	$(Q)$(MAKE) --no-print-directory run
 
-regressions: deps
-	$(Q)$(PYTHON) -m harness regressions --build-dir=$(BUILD) \
-		$(if $(ARCHS),--archs=$(ARCHS)) $(subst $(comma), ,$(VARIANTS))
+mutants: deps
+	$(Q)$(PYTHON) -m harness mutants --build-dir=$(BUILD) \
+		$(if $(ARCHS),--archs=$(ARCHS)) $(if $(JOBS),--jobs=$(JOBS)) \
+		$(subst $(comma), ,$(MUTANTS))
+
+# The old name.
+regressions: mutants
 
 selftests: deps
 	$(Q)$(PYTHON) -m harness selftests --build-dir=$(BUILD) $(subst $(comma), ,$(ARCHS))

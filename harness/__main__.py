@@ -5,18 +5,21 @@
 builds the guest's /selftests tree for each arch (default: all) under
 build/selftests/<arch>/, ready to copy into a guest of your own.
 
-    /usr/bin/python3 -m harness regressions [--archs A,B] [VARIANT ...]
+    /usr/bin/python3 -m harness mutants [--archs A,B] [NAME ...]
 
-boots every deliberately broken kernel of matrix.yaml (x86_64 only unless
-told otherwise) and fails unless each is caught (harness/regressions.py).
+boots every known-bad patch of kernel-patches/regressions/ on top of the
+series, in the cells of matrix.yaml's mutants: section (x86_64 unless told
+otherwise), and fails unless each is caught (harness/mutants.py).  NAME is
+a mutant's variant name (m0001-...) or its patch file name.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
-from . import cases, initramfs, kbuild, matrix as matrix_mod, regressions, runner
+from . import cases, initramfs, kbuild, matrix as matrix_mod, mutants, runner
 from .archs import ARCHS
 from .errors import HarnessError
 
@@ -29,15 +32,18 @@ def main(argv: list[str]) -> int:
     st = sub.add_parser("selftests", help="build build/selftests/<arch>/")
     st.add_argument("archs", nargs="*", metavar="ARCH", help=f"one of {', '.join(ARCHS)}")
     st.add_argument("--build-dir", type=Path, default=REPO / "build")
-    rg = sub.add_parser("regressions", help="check every broken kernel is caught")
-    rg.add_argument("variants", nargs="*", metavar="VARIANT",
-                    help="variants with catches: in matrix.yaml (default: all of them)")
-    rg.add_argument("--archs", default="x86_64", help="comma-separated (default: x86_64)")
-    rg.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
-    rg.add_argument("--build-dir", type=Path, default=REPO / "build")
+    for command in ("mutants", "regressions"):
+        rg = sub.add_parser(command, help="check every known-bad patch is caught")
+        rg.add_argument("names", nargs="*", metavar="NAME",
+                        help="mutant variant names or patch file names (default: all)")
+        rg.add_argument("--archs", default=None,
+                        help="comma-separated (default: the mutants: section's)")
+        rg.add_argument("--jobs", type=int, default=None, help="guests at once")
+        rg.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
+        rg.add_argument("--build-dir", type=Path, default=REPO / "build")
     args = parser.parse_args(argv)
-    if args.command == "regressions":
-        return _regressions(args)
+    if args.command in ("mutants", "regressions"):
+        return _mutants(args)
     unknown = [a for a in args.archs if a not in ARCHS]
     if unknown:
         parser.error(f"unknown arch {unknown[0]!r}; allowed: {', '.join(ARCHS)}")
@@ -53,25 +59,33 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _regressions(args: argparse.Namespace) -> int:
+def _mutants(args: argparse.Namespace) -> int:
     try:
-        defined = matrix_mod.load(args.matrix).variants
-        broken = {n: v for n, v in defined.items() if v.catches}
-        for name in args.variants:
-            if name not in broken:
-                raise HarnessError(f"{name!r} is not a variant with catches: in {args.matrix}; "
-                                   f"those are: {', '.join(broken)}")
-        chosen = args.variants or list(broken)
-        m = matrix_mod.load(args.matrix, archs=args.archs, variants=chosen)
-        run = runner.run(m, list(m.cells), cases.expected_cases(REPO / "selftests"), REPO,
-                         args.build_dir.resolve())
+        m = matrix_mod.load(args.matrix)
+        if m.mutants is None:
+            raise HarnessError(f"{args.matrix}: no mutants: section")
+        found = mutants.discover(m.mutants["patches"])
+        by_name = {mu.variant: mu for mu in found} | {mu.patch.name: mu for mu in found}
+        for name in args.names:
+            if name not in by_name:
+                raise HarnessError(f"no mutant {name!r} in {m.mutants['patches']}; there are: "
+                                   + ", ".join(mu.variant for mu in found))
+        chosen = list(dict.fromkeys(by_name[n] for n in args.names)) if args.names else found
+        base = m.variants[m.mutants["base"]]
+        variants = dict(m.variants)
+        for mu in chosen:
+            variants[mu.variant] = mutants.as_variant(mu, base)
+        m = dataclasses.replace(m, variants=variants)
+        cells = matrix_mod.mutant_cells(m, [mu.variant for mu in chosen], archs=args.archs)
+        run = runner.run(m, list(cells), cases.expected_cases(REPO / "selftests"), REPO,
+                         args.build_dir.resolve(), jobs=args.jobs)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    verdicts = [regressions.judge(v, broken[v].catches,
-                                  [c for c in run.cells if c.cell.variant == v])
-                for v in chosen]
-    print(regressions.report(verdicts))
+    verdicts = [mutants.judge(mu.variant, mu.caught_by,
+                              [c for c in run.cells if c.cell.variant == mu.variant])
+                for mu in chosen]
+    print(mutants.report(verdicts))
     print(f"results: {run.run_dir}")
     return 0 if all(v.caught for v in verdicts) else 1
 

@@ -21,14 +21,18 @@ _SELECTED = pytest.StashKey()
 _RUN = pytest.StashKey()
 _ERROR = pytest.StashKey()
 _DESELECTED = pytest.StashKey()
+AXES = ("archs", "modes", "policies", "hashes", "setattr", "variants")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("ima-matrix", "IMA appraisal matrix")
     g.addoption("--matrix", default=str(REPO / "matrix.yaml"), help="matrix file")
-    for axis in ("archs", "modes", "policies", "variants"):
+    for axis in AXES:
         g.addoption(f"--{axis}", default=None,
                     help=f"comma-separated {axis} replacing the matrix's own")
+    g.addoption("--extra-patches", default=os.environ.get("EXTRA_PATCHES") or None,
+                help="space-separated patch files: boots variant 'extra' (patched's series "
+                     "and these patches on top)")
     g.addoption("--jobs", type=int, default=None, help="guests booted at once (default: CPUs)")
     g.addoption("--accel", default=os.environ.get("ACCEL", "auto"),
                 choices=("auto", "tcg", "kvm"), help="QEMU accelerator (default: auto)")
@@ -40,13 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
     if _MATRIX not in config.stash:
         # Comma-separated strings: matrix.load() splits and checks them.
-        overrides = {axis: config.getoption(axis)
-                     for axis in ("archs", "modes", "policies", "variants")}
+        overrides = {axis: config.getoption(axis) for axis in AXES}
         tree = config.getoption("kernel_tree")
+        extra = (config.getoption("extra_patches") or "").split()
         try:
             config.stash[_MATRIX] = matrix_mod.load(
                 Path(config.getoption("matrix")), **overrides,
-                kernel_tree=Path(tree).expanduser().resolve() if tree else None)
+                kernel_tree=Path(tree).expanduser().resolve() if tree else None,
+                extra_patches=[Path(p).expanduser().resolve() for p in extra])
         except HarnessError as e:
             raise pytest.UsageError(str(e)) from None
     return config.stash[_MATRIX]
@@ -152,4 +157,13 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     t = run.timings
     terminalreporter.write_line(
         "timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in t.items()))
+    failed: dict[str, list[str]] = {}
+    for c in run.cells:
+        for t in c.tests:
+            if t.status in ("fail", "xpass"):
+                failed.setdefault(f"{t.name} ({t.status})", []).append(c.cell.id)
+    if failed:
+        terminalreporter.write_line(f"tests that failed ({len(failed)}), and in how many cells:")
+        for name, where in sorted(failed.items()):
+            terminalreporter.write_line(f"  {name}: {len(where)} cell(s), e.g. {where[0]}")
     terminalreporter.write_line(f"results: {run.run_dir} (also build/results/latest)")

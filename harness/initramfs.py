@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import keys
 from .archs import Arch
 from .errors import BuildError, DependencyError
 from .subproc import clean_env
@@ -59,6 +60,7 @@ def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) 
                 if "not found" in proc.stdout or "No such file" in proc.stdout else "")
         raise BuildError(f"building the selftests for {arch.name} failed{hint}; log: {log}\n"
                          + "\n".join(proc.stdout.splitlines()[-25:]))
+    keys.stage_guest_keys(keys.ensure(build), stage)   # certificates and signatures, no keys
     return stage
 
 

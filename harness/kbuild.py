@@ -4,10 +4,19 @@ Layout under the build directory:
   src/linux-source-6.1/          pristine tree, extracted from Debian's tarball
   src/linux-<variant>/           hard-linked copy with the variant's patches
   kernel/<arch>-<variant>/       out-of-tree (O=) build
+  src/linux-workspace/           the shared tree of workspace variants
+  kernel/<arch>-workspace/       ... and their shared build
 A variant whose patch list equals an earlier variant's shares that variant's
 tree and build (kernel/<arch>-<variant> is then a symlink), so an empty
 kernel-patches/series costs nothing.  Every step is skipped when its inputs
 did not change, and kbuild itself recompiles only what changed.
+
+Workspace variants (mutants, EXTRA_PATCHES) are many kernels that differ
+from the patched one in a file or two.  A tree of their own would cost a
+full build each (kbuild's command lines name the tree), so they take turns
+in one tree and one build: each turn re-copies only the files a patch
+touches, kbuild recompiles those, and the image and .config are copied to
+kernel/<arch>-<variant>/, stamped with what they were built from.
 """
 from __future__ import annotations
 
@@ -235,7 +244,11 @@ def own_out_dir(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def build_kernel(build: Path, k: Kernel, jobs: int) -> tuple[Kernel, int]:
+WORKSPACE = "workspace"
+
+
+def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False
+                 ) -> tuple[Kernel, int]:
     own_out_dir(k.out)
     log = build / "logs" / f"kernel-{k.arch.name}-{k.variant}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -243,11 +256,35 @@ def build_kernel(build: Path, k: Kernel, jobs: int) -> tuple[Kernel, int]:
     if not (k.tree / "Makefile").is_file() or not (k.tree / "Kconfig").is_file():
         raise BuildError(f"{k.tree} is not a kernel source tree (no Makefile/Kconfig there); "
                          f"check the tree of variant {k.variant!r}")
+    if workspace:
+        return _build_in_workspace(build, k, jobs, log)
     tree = patched_tree(k.tree, k.variant, k.patches, log, build / "src")
     k = Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments)
     configure(k, log)
     compiled = compile_kernel(k, jobs, log)
     return k, compiled
+
+
+def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path) -> tuple[Kernel, int]:
+    origin = (k.tree / "Makefile").stat()
+    want = _digest(f"{k.tree} {origin.st_ino} {origin.st_mtime_ns}",
+                   *(p.name + "\n" + p.read_text(errors="replace") for p in k.patches),
+                   *(f.read_text() for f in k.fragments))
+    stamp = k.out / ".harness-snapshot"
+    image = k.out / k.arch.image
+    if stamp.is_file() and stamp.read_text() == want and image.is_file():
+        return k, 0
+    tree = patched_tree(k.tree, WORKSPACE, k.patches, log, build / "src")
+    ws = Kernel(k.arch, WORKSPACE, tree, build / "kernel" / f"{k.arch.name}-{WORKSPACE}",
+                k.patches, k.fragments)
+    own_out_dir(ws.out)
+    configure(ws, log)
+    compiled = compile_kernel(ws, jobs, log)
+    image.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ws.image, image)
+    shutil.copyfile(ws.config, k.config)
+    stamp.write_text(want)
+    return Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments), compiled
 
 
 def link_alias(build: Path, arch: Arch, alias: str, target: Kernel) -> None:

@@ -1,24 +1,36 @@
 """Load and validate matrix.yaml: the kernels the harness can build and the
-cells (arch x variant x mode x policy) that `make run` boots.
+cells (arch x variant x mode x policy x hash x setattr) that `make run` boots.
 
     variants:                       # every kernel the harness knows how to build
-      stock: {}
+      stock:
+        known_failures:             # expected to fail on this kernel: xfail
+          - tests: [lastwriter_test/new_file.*]     # fnmatch patterns
+            cells: {mode: [enforce]}                # optional: where (any listed value)
+            reason: "known bug in 6.1.192"
       patched: {series: kernel-patches/series, note: "..."}
       mine: {tree: ../linux}          # a kernel tree of your own (no series: as is)
     matrix:                         # what `make run` boots
       archs: [x86_64, aarch64]
       modes: [enforce, fix, log, off]
       policies: [builtin, legacy, custom]
+      hashes: [sha1, sha256]        # optional, default [sha1]
+      setattr: [keep, remove]       # optional, default [keep]
       variants: [stock, patched]
       exclude:                      # a cell is excluded if all given keys match
         - {policy: legacy, variant: patched}
+    mutants:                        # the cells `make mutants` boots per known-bad patch
+      patches: kernel-patches/regressions
+      base: patched                 # the variant whose series they apply on top of
+      archs: [x86_64]  ...          # axes as in matrix: (all optional)
     timeout: 150                    # seconds per guest boot, optional
     memory: 512                     # MiB per guest, optional
 
-A variant's series is relative to the matrix file's directory.
+A variant's series is relative to the matrix file's directory.  A known
+failure that passes is an XPASS, which fails its cell like a failure.
 """
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import re
 from collections.abc import Iterable
@@ -38,30 +50,29 @@ POLICIES: dict[str, str] = {
     "legacy": "ima_appraise_tcb",
     "custom": "",
 }
+# hash -> command line: sha1 is the kernels' default (CONFIG_IMA_DEFAULT_HASH_SHA1)
+HASHES: dict[str, str] = {"sha1": "", "sha256": "ima_hash=sha256"}
+# setattr -> command line: kernel-patches/series makes post_setattr remove
+# security.ima of a file a chmod/chown takes out of policy, when asked to.
+SETATTR: dict[str, str] = {"keep": "", "remove": "ima_appraise_setattr=remove"}
 DEFAULT_TIMEOUT = 150
 DEFAULT_MEMORY = 512
 
-_TOP_KEYS = ("variants", "matrix", "timeout", "memory")
-_MATRIX_KEYS = ("archs", "modes", "policies", "variants", "exclude")
-# matrix axis -> what one value is called (and its key in an exclusion), in
-# the order cells are generated
-_AXES = {"archs": "arch", "variants": "variant", "modes": "mode", "policies": "policy"}
-_VARIANT_KEYS = ("series", "tree", "note", "catches")
-# The variant --kernel-tree / KERNEL_TREE= adds.
+_TOP_KEYS = ("variants", "matrix", "mutants", "timeout", "memory")
+# matrix axis -> what one value is called (and its key in an exclusion or a
+# known failure's cells:), in the order cells are generated
+_AXES = {"archs": "arch", "variants": "variant", "modes": "mode", "policies": "policy",
+         "hashes": "hash", "setattr": "setattr"}
+# axes a matrix may leave out, and their value then
+_OPTIONAL_AXES = {"hashes": ("sha1",), "setattr": ("keep",)}
+_MATRIX_KEYS = (*_AXES, "exclude")
+_MUTANT_KEYS = ("patches", "base", *(a for a in _AXES if a != "variants"), "exclude")
+_VARIANT_KEYS = ("series", "tree", "note", "known_failures")
+_KNOWN_FAILURE_KEYS = ("tests", "cells", "reason")
+# The variants --kernel-tree / KERNEL_TREE= and --extra-patches / EXTRA_PATCHES= add.
 LOCAL_VARIANT = "local"
+EXTRA_VARIANT = "extra"
 _VARIANT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    series: Path | None
-    note: str = ""
-    tree: Path | None = None    # a kernel tree of one's own instead of Debian's
-    # For a deliberately broken kernel: what must fail on it, as fnmatch
-    # patterns of test names ("exec_test/exec_file.*.execve") or
-    # "splat:<kind>" (see harness/regressions.py).
-    catches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,23 +81,65 @@ class Cell:
     variant: str
     mode: str
     policy: str
+    hash: str = "sha1"
+    setattr: str = "keep"
 
     @property
     def id(self) -> str:
-        return f"{self.arch}-{self.variant}-{self.mode}-{self.policy}"
+        return (f"{self.arch}-{self.variant}-{self.mode}-{self.policy}-{self.hash}"
+                f"-{self.setattr}")
 
     def cmdline(self) -> str:
         """The IMA part of the guest's kernel command line."""
-        return " ".join(filter(None, (f"ima_appraise={self.mode}", POLICIES[self.policy])))
+        return " ".join(filter(None, (f"ima_appraise={self.mode}", POLICIES[self.policy],
+                                      HASHES[self.hash], SETATTR[self.setattr])))
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    tests: tuple[str, ...]                      # fnmatch patterns of "<suite>/<case>"
+    cells: tuple[tuple[str, tuple[str, ...]], ...]   # (cell field, allowed values)
+    reason: str
+
+    def applies(self, cell: Cell, test: str) -> bool:
+        return (all(getattr(cell, key) in values for key, values in self.cells)
+                and any(fnmatch.fnmatchcase(test, p) for p in self.tests))
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    series: Path | None
+    note: str = ""
+    tree: Path | None = None    # a kernel tree of one's own instead of Debian's
+    known_failures: tuple[KnownFailure, ...] = ()
+    # Applied after the series: EXTRA_PATCHES=, or a mutant (harness/mutants.py).
+    patches: tuple[Path, ...] = ()
+    # Built in the shared incremental workspace (see kbuild.build_kernel).
+    workspace: bool = False
+    # For a known-bad kernel: what must fail on it (harness/mutants.py).
+    catches: tuple[str, ...] = ()
+
+    def expected_failure(self, cell: Cell, test: str) -> str | None:
+        """Why test is expected to fail in cell on this kernel, or None."""
+        return next((k.reason for k in self.known_failures if k.applies(cell, test)), None)
 
 
 @dataclass(frozen=True)
 class Matrix:
     path: Path
     variants: dict[str, Variant]    # every defined variant, in file order
-    cells: tuple[Cell, ...]         # by arch, variant, mode, policy in axis order
+    cells: tuple[Cell, ...]         # by arch, variant, mode, policy, ... in axis order
     timeout: int
     memory: int
+    mutants: dict[str, Any] | None = None   # the raw mutants: section, checked
+
+
+def check_known_failures(variant: Variant, tests: Iterable[str]) -> list[str]:
+    """Patterns of variant's known failures that name no test."""
+    names = list(tests)
+    return [p for k in variant.known_failures for p in k.tests
+            if not any(fnmatch.fnmatchcase(n, p) for n in names)]
 
 
 def _join(names: Iterable[str]) -> str:
@@ -125,10 +178,41 @@ def _read(path: Path) -> Any:
                           "fix the file (schema: harness/matrix.py)") from e
 
 
+def _strings(value: Any, where: str, what: str) -> tuple[str, ...]:
+    if (not isinstance(value, list) or not value
+            or not all(isinstance(f, str) and f for f in value)):
+        raise ConfigError(f"{where}: expected a non-empty list of {what}, found {value!r}")
+    return tuple(value)
+
+
+def _known_failures(value: Any, where: str) -> tuple[KnownFailure, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: expected a list of {{tests, cells, reason}}; "
+                          f"found {value!r}")
+    keys = {key: axis for axis, key in _AXES.items() if axis != "variants"}
+    out = []
+    for i, entry in enumerate(value):
+        at = f"{where}[{i}]"
+        entry = _mapping(entry, at, _KNOWN_FAILURE_KEYS)
+        for key in ("tests", "reason"):
+            if key not in entry:
+                raise ConfigError(f"{at}: missing key {key!r}; required: tests, reason")
+        tests = _strings(entry["tests"], f"{at}.tests", "test-name patterns")
+        reason = entry["reason"]
+        if not isinstance(reason, str) or not reason:
+            raise ConfigError(f"{at}.reason: expected a non-empty string, found {reason!r}")
+        cells = []
+        for key, values in _mapping(entry.get("cells", {}), f"{at}.cells", keys).items():
+            values = [values] if isinstance(values, str) else values
+            cells.append((key, _Names(()).axis(values, keys[key], f"{at}.cells.{key}")))
+        out.append(KnownFailure(tests, tuple(cells), reason))
+    return tuple(out)
+
+
 def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
     if not isinstance(value, dict) or not value:
         raise ConfigError(f"{where}: expected a mapping of variant names to "
-                          f"{{series, tree, note, catches}}; found {value!r}")
+                          f"{{{_join(_VARIANT_KEYS)}}}; found {value!r}")
     variants = {}
     for name, spec in value.items():
         if not isinstance(name, str) or not _VARIANT_NAME.fullmatch(name):
@@ -136,18 +220,14 @@ def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
                               "letters, digits and '-', starting with a letter or digit")
         spec = _mapping({} if spec is None else spec, f"{where}.{name}", _VARIANT_KEYS)
         for key, field in spec.items():
-            if key == "catches":
-                if (not isinstance(field, list) or not field
-                        or not all(isinstance(f, str) and f for f in field)):
-                    raise ConfigError(f"{where}.{name}.catches: expected a non-empty list of "
-                                      f"test-name patterns, found {field!r}")
-            elif not isinstance(field, str) or not field:
+            if key != "known_failures" and (not isinstance(field, str) or not field):
                 raise ConfigError(f"{where}.{name}.{key}: expected a non-empty string, "
                                   f"found {field!r}")
         series, tree = spec.get("series"), spec.get("tree")
         variants[name] = Variant(name, base / series if series else None,
                                  spec.get("note", ""), base / tree if tree else None,
-                                 tuple(spec.get("catches", ())))
+                                 _known_failures(spec.get("known_failures", []),
+                                                 f"{where}.{name}.known_failures"))
     return variants
 
 
@@ -156,7 +236,8 @@ class _Names:
 
     def __init__(self, variants: Iterable[str]) -> None:
         self.allowed = {"archs": tuple(ARCHS), "variants": tuple(variants),
-                        "modes": MODES, "policies": tuple(POLICIES)}
+                        "modes": MODES, "policies": tuple(POLICIES),
+                        "hashes": tuple(HASHES), "setattr": tuple(SETATTR)}
 
     def one(self, value: Any, axis: str, where: str) -> str:
         allowed = self.allowed[axis]
@@ -180,13 +261,15 @@ class _Names:
         return tuple(value)
 
 
-def _exclusions(value: Any, where: str, names: _Names) -> list[dict[str, str]]:
+def _exclusions(value: Any, where: str, names: _Names,
+                axes: Iterable[str] = tuple(_AXES)) -> list[dict[str, str]]:
+    keys = [_AXES[a] for a in axes]
     if not isinstance(value, list):
         raise ConfigError(f"{where}: expected a list of mappings with keys "
-                          f"{_join(_AXES.values())}; found {value!r}")
+                          f"{_join(keys)}; found {value!r}")
     rules = []
     for i, rule in enumerate(value):
-        rule = _mapping(rule, f"{where}[{i}]", _AXES.values())
+        rule = _mapping(rule, f"{where}[{i}]", keys)
         for axis, key in _AXES.items():
             if key in rule:
                 names.one(rule[key], axis, f"{where}[{i}].{key}")
@@ -194,16 +277,55 @@ def _exclusions(value: Any, where: str, names: _Names) -> list[dict[str, str]]:
     return rules
 
 
-def load(path: Path, *, archs: Iterable[str] | None = None,
-         modes: Iterable[str] | None = None,
-         policies: Iterable[str] | None = None,
-         variants: Iterable[str] | None = None,
-         kernel_tree: Path | None = None) -> Matrix:
+def _split(given: Any) -> list[str]:
+    return ([v.strip() for v in given.split(",") if v.strip()]
+            if isinstance(given, str) else list(given))
+
+
+def _cells(section: dict[str, Any], where: str, names: _Names,
+           overrides: dict[str, Any], fixed: dict[str, tuple[str, ...]]) -> tuple[Cell, ...]:
+    """The cells of a matrix-like section: the product of its axes (fixed
+    ones given, optional ones defaulted, overrides replacing) minus its
+    exclusions."""
+    axes: dict[str, tuple[str, ...]] = {}
+    for axis in _AXES:
+        if axis in fixed:
+            axes[axis] = fixed[axis]
+        elif axis in section:
+            axes[axis] = names.axis(section[axis], axis, f"{where}.{axis}")
+        elif axis in _OPTIONAL_AXES:
+            axes[axis] = _OPTIONAL_AXES[axis]
+        else:
+            raise ConfigError(f"{where}: missing key {axis!r}; required: "
+                              f"{_join(a for a in _AXES if a not in _OPTIONAL_AXES)}")
+        given = overrides.get(axis)
+        if given is not None:
+            axes[axis] = names.axis(_split(given), axis, f"command line --{axis}")
+    rules = _exclusions(section.get("exclude", []), f"{where}.exclude", names)
+    cells = tuple(
+        cell for cell in itertools.starmap(Cell, itertools.product(*axes.values()))
+        if not any(all(getattr(cell, k) == v for k, v in rule.items()) for rule in rules))
+    if not cells:
+        product = " x ".join(f"{axis} [{_join(values)}]" for axis, values in axes.items())
+        raise ConfigError(f"{where}.exclude: excludes every cell of {product}; "
+                          "drop an exclusion or choose other axis values")
+    return cells
+
+
+def load(path: Path, *, archs: Iterable[str] | str | None = None,
+         modes: Iterable[str] | str | None = None,
+         policies: Iterable[str] | str | None = None,
+         variants: Iterable[str] | str | None = None,
+         hashes: Iterable[str] | str | None = None,
+         setattr: Iterable[str] | str | None = None,
+         kernel_tree: Path | None = None,
+         extra_patches: Iterable[Path] | None = None) -> Matrix:
     """Reads and checks the matrix file.  The keyword arguments, when given,
     replace the matrix axis of the same name (command line --archs etc.; a
     string is split at commas); exclusions still apply to them.  kernel_tree
-    defines the variant "local" built from that tree, and makes it the
-    variants axis unless variants is given."""
+    defines the variant "local" built from that tree, extra_patches the
+    variant "extra" (patched's series, then these patches); either becomes
+    the variants axis unless variants is given."""
     name = str(path)
     top = _mapping(_read(path), name, _TOP_KEYS)
     for key in ("variants", "matrix"):
@@ -218,33 +340,53 @@ def load(path: Path, *, archs: Iterable[str] | None = None,
                                          kernel_tree)
         if variants is None:
             variants = [LOCAL_VARIANT]
+    extra = tuple(extra_patches or ())
+    if extra:
+        if EXTRA_VARIANT in defined:
+            raise ConfigError(f"{name}: variants: {EXTRA_VARIANT!r} is reserved for "
+                              "EXTRA_PATCHES; rename that variant")
+        for patch in extra:
+            if not patch.is_file():
+                raise ConfigError(f"EXTRA_PATCHES: {patch}: no such patch file "
+                                  "(paths are relative to where make runs)")
+        base = defined.get("patched")
+        defined[EXTRA_VARIANT] = Variant(
+            EXTRA_VARIANT, base.series if base else None,
+            "patched + " + " ".join(p.name for p in extra), patches=extra, workspace=True)
+        if variants is None:
+            variants = [EXTRA_VARIANT]
     names = _Names(defined)
 
     matrix = _mapping(top["matrix"], f"{name}: matrix", _MATRIX_KEYS)
-    overrides = {"archs": archs, "variants": variants, "modes": modes, "policies": policies}
-    axes = {}
-    for axis in _AXES:
-        if axis not in matrix:
-            raise ConfigError(f"{name}: matrix: missing key {axis!r}; "
-                              f"required: {_join(_AXES)}")
-        axes[axis] = names.axis(matrix[axis], axis, f"{name}: matrix.{axis}")
-        given = overrides[axis]
-        if given is not None:
-            value = ([v.strip() for v in given.split(",") if v.strip()]
-                     if isinstance(given, str) else list(given))
-            axes[axis] = names.axis(value, axis, f"command line --{axis}")
-    rules = _exclusions(matrix.get("exclude", []), f"{name}: matrix.exclude", names)
+    overrides = {"archs": archs, "variants": variants, "modes": modes, "policies": policies,
+                 "hashes": hashes, "setattr": setattr}
+    cells = _cells(matrix, f"{name}: matrix", names, overrides, {})
 
-    cells = tuple(
-        cell for cell in itertools.starmap(Cell, itertools.product(*axes.values()))
-        if not any(all(getattr(cell, k) == v for k, v in rule.items()) for rule in rules))
-    if not cells:
-        product = " x ".join(f"{axis} [{_join(values)}]" for axis, values in axes.items())
-        raise ConfigError(f"{name}: matrix.exclude: excludes every cell of {product}; "
-                          "drop an exclusion or choose other axis values")
+    mutants = None
+    if "mutants" in top:
+        mutants = dict(_mapping(top["mutants"], f"{name}: mutants", _MUTANT_KEYS))
+        where = f"{name}: mutants"
+        for key in ("patches", "base"):
+            if not isinstance(mutants.get(key), str) or not mutants[key]:
+                raise ConfigError(f"{where}.{key}: expected a non-empty string, "
+                                  f"found {mutants.get(key)!r}")
+        names.one(mutants["base"], "variants", f"{where}.base")
+        mutants["patches"] = path.parent / mutants["patches"]
+        _cells(mutants, where, names, {}, {"variants": (mutants["base"],)})   # check it
 
     return Matrix(path=path, variants=defined, cells=cells,
                   timeout=_positive_int(top.get("timeout", DEFAULT_TIMEOUT),
                                         f"{name}: timeout"),
                   memory=_positive_int(top.get("memory", DEFAULT_MEMORY),
-                                       f"{name}: memory"))
+                                       f"{name}: memory"),
+                  mutants=mutants)
+
+
+def mutant_cells(m: Matrix, variant_names: Iterable[str], *,
+                 archs: Iterable[str] | str | None = None) -> tuple[Cell, ...]:
+    """The cells `make mutants` boots for each of variant_names."""
+    if m.mutants is None:
+        raise ConfigError(f"{m.path}: no mutants: section; add one (see harness/matrix.py)")
+    names = _Names(m.variants)
+    return _cells(m.mutants, f"{m.path}: mutants", names, {"archs": archs},
+                  {"variants": tuple(variant_names)})

@@ -24,6 +24,8 @@ def test_case(cell_case, matrix_run) -> None:
         pytest.skip(f"{case.id}: {test.reason}")
     if test.status == "xfail":
         pytest.xfail(test.reason)
+    if test.status == "xpass":
+        pytest.fail(f"XPASS {case.id} in {cell.id}: {test.reason}", pytrace=False)
     if test.status != "pass":
         pytest.fail(_detail(result, test), pytrace=False)
 

@@ -107,7 +107,8 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
         for v in variants:
             variant = matrix.variants[v]
             try:
-                patches = kbuild.read_series(variant.series) if variant.series else ()
+                patches = (kbuild.read_series(variant.series) if variant.series else ()) \
+                    + variant.patches
             except HarnessError as e:
                 broken[(arch_name, v)] = str(e)
                 continue
@@ -122,7 +123,8 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
                 t = time.monotonic()
                 try:
                     with _Timer(timings, f"kernel:{arch_name}-{k.variant}"):
-                        done, compiled = kbuild.build_kernel(build, k, jobs)
+                        done, compiled = kbuild.build_kernel(
+                            build, k, jobs, workspace=matrix.variants[k.variant].workspace)
                     built[k.out] = done
                     secs = time.monotonic() - t
                     builds.append({"kernel": f"{arch_name}-{k.variant}", "compiled_objects": compiled,
@@ -225,4 +227,6 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: kbuild.Kernel, initrd: Path, 
         + "".join(f"{p}  sha256:{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
                   for p in kernel.patches))
     outcome = qemu.boot(req, out / "console.log")
-    return results.evaluate(cell, outcome, expected, accel, out)
+    variant = matrix.variants[cell.variant]
+    return results.evaluate(cell, outcome, expected, accel, out,
+                            known=lambda name: variant.expected_failure(cell, name))

@@ -65,13 +65,13 @@ def test_load(write) -> None:
     # 2 archs x 2 variants x 4 modes x 3 policies, less 2 x 4 legacy-patched.
     assert len(m.cells) == 48 - 8
     assert [c.id for c in m.cells[:7]] == [
-        "x86_64-stock-enforce-builtin", "x86_64-stock-enforce-legacy",
-        "x86_64-stock-enforce-custom", "x86_64-stock-fix-builtin",
-        "x86_64-stock-fix-legacy", "x86_64-stock-fix-custom",
-        "x86_64-stock-log-builtin"]
+        "x86_64-stock-enforce-builtin-sha1-keep", "x86_64-stock-enforce-legacy-sha1-keep",
+        "x86_64-stock-enforce-custom-sha1-keep", "x86_64-stock-fix-builtin-sha1-keep",
+        "x86_64-stock-fix-legacy-sha1-keep", "x86_64-stock-fix-custom-sha1-keep",
+        "x86_64-stock-log-builtin-sha1-keep"]
     assert m.cells[12] == Cell("x86_64", "patched", "enforce", "builtin")
     assert m.cells[13] == Cell("x86_64", "patched", "enforce", "custom")
-    assert m.cells[-1].id == "aarch64-patched-off-custom"
+    assert m.cells[-1].id == "aarch64-patched-off-custom-sha1-keep"
     assert not any(c.policy == "legacy" and c.variant == "patched" for c in m.cells)
 
 
@@ -121,9 +121,9 @@ def test_overrides(write) -> None:
     m = matrix.load(path, archs=["aarch64"], variants=["skip-exec-appraisal", "patched"],
                     modes=("enforce",), policies=iter(["legacy", "builtin"]))
     assert [c.id for c in m.cells] == [
-        "aarch64-skip-exec-appraisal-enforce-legacy",
-        "aarch64-skip-exec-appraisal-enforce-builtin",
-        "aarch64-patched-enforce-builtin"]      # legacy-patched is excluded
+        "aarch64-skip-exec-appraisal-enforce-legacy-sha1-keep",
+        "aarch64-skip-exec-appraisal-enforce-builtin-sha1-keep",
+        "aarch64-patched-enforce-builtin-sha1-keep"]      # legacy-patched is excluded
     assert len(matrix.load(path, archs="x86_64,aarch64", modes="off").cells) == 10
 
 
@@ -132,9 +132,9 @@ def test_kernel_tree_is_the_local_variant(write, tmp_path: Path) -> None:
     m = matrix.load(path, kernel_tree=tmp_path / "linux", modes=["enforce"], archs=["x86_64"])
     assert m.variants["local"] == Variant("local", None, f"kernel tree {tmp_path / 'linux'}",
                                           tmp_path / "linux")
-    assert [c.id for c in m.cells] == ["x86_64-local-enforce-builtin",
-                                       "x86_64-local-enforce-legacy",
-                                       "x86_64-local-enforce-custom"]
+    assert [c.id for c in m.cells] == ["x86_64-local-enforce-builtin-sha1-keep",
+                                       "x86_64-local-enforce-legacy-sha1-keep",
+                                       "x86_64-local-enforce-custom-sha1-keep"]
     both = matrix.load(path, kernel_tree=tmp_path, variants=["stock", "local"], modes=["fix"],
                        archs=["x86_64"], policies=["custom"])
     assert [c.variant for c in both.cells] == ["stock", "local"]
@@ -168,7 +168,7 @@ def test_local_is_reserved_for_the_command_line(write, tmp_path: Path) -> None:
      "command line --policies: policy 'custom' is listed twice"),
     ({"variants": ["patched"], "policies": ["legacy"]},
      "matrix.yaml: matrix.exclude: excludes every cell of archs [x86_64, aarch64] x "
-     "variants [patched] x modes [enforce, fix, log, off] x policies [legacy]; "
+     "variants [patched] x modes [enforce, fix, log, off] x policies [legacy] x hashes [sha1] x setattr [keep]; "
      "drop an exclusion or choose other axis values"),
 ])
 def test_override_errors(write, overrides: dict[str, list[str]], message: str) -> None:
@@ -198,7 +198,7 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "matrix.yaml: matrix.archs: unknown arch 'riscv'; allowed: x86_64, aarch64"),
     (_set("matrix.mode", ["enforce"]),
      "matrix.yaml: matrix: unknown key 'mode'; "
-     "allowed: archs, modes, policies, variants, exclude"),
+     "allowed: archs, variants, modes, policies, hashes, setattr, exclude"),
     (_set("matrix.variants", ["stock", "foo"]),
      "matrix.yaml: matrix.variants: unknown variant 'foo'; "
      "defined variants: stock, patched, skip-exec-appraisal"),
@@ -226,20 +226,20 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
     (_set("matrix", KeyError),
      "matrix.yaml: missing key 'matrix'; required: variants, matrix"),
     (_set("arch", ["x86_64"]),
-     "matrix.yaml: unknown key 'arch'; allowed: variants, matrix, timeout, memory"),
+     "matrix.yaml: unknown key 'arch'; allowed: variants, matrix, mutants, timeout, memory"),
     (_set("matrix.exclude", [{"policy": "legacy", "variant": "patched"}, {"modes": "off"}]),
      "matrix.yaml: matrix.exclude[1]: unknown key 'modes'; "
-     "allowed: arch, variant, mode, policy"),
+     "allowed: arch, variant, mode, policy, hash, setattr"),
     (_set("matrix.exclude", [{"mode": "audit"}]),
      "matrix.yaml: matrix.exclude[0].mode: unknown mode 'audit'; "
      "allowed: enforce, fix, log, off"),
     (_set("matrix.exclude", [{}]),
      "matrix.yaml: matrix.exclude: excludes every cell of archs [x86_64, aarch64] x "
      "variants [stock, patched] x modes [enforce, fix, log, off] x "
-     "policies [builtin, legacy, custom]; drop an exclusion or choose other axis values"),
+     "policies [builtin, legacy, custom] x hashes [sha1] x setattr [keep]; drop an exclusion or choose other axis values"),
     (_set("matrix.exclude", {"policy": "legacy"}),
      "matrix.yaml: matrix.exclude: expected a list of mappings with keys "
-     "arch, variant, mode, policy; found {'policy': 'legacy'}"),
+     "arch, variant, mode, policy, hash, setattr; found {'policy': 'legacy'}"),
     (_set("variants.Patched", {}),
      "matrix.yaml: variants: bad variant name 'Patched'; use lower-case letters, "
      "digits and '-', starting with a letter or digit"),
@@ -249,15 +249,15 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
     (_set("variants.patched", {"series": ""}),
      "matrix.yaml: variants.patched.series: expected a non-empty string, found ''"),
     (_set("variants.patched", {"serie": "kernel-patches/series"}),
-     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, tree, note, catches"),
+     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, tree, note, known_failures"),
     (_set("variants", {}),
-     "matrix.yaml: variants: expected a mapping of variant names to {series, tree, note, catches}; "
+     "matrix.yaml: variants: expected a mapping of variant names to {series, tree, note, known_failures}; "
      "found {}"),
     ([1, 2],
-     "matrix.yaml: expected a mapping with keys variants, matrix, timeout, memory; "
+     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, timeout, memory; "
      "found [1, 2]"),
     ("",
-     "matrix.yaml: expected a mapping with keys variants, matrix, timeout, memory; "
+     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, timeout, memory; "
      "found None"),
     ("variants:\n  stock: {}\nmatrix: [x86_64\n",
      "matrix.yaml:4: YAML syntax error: expected ',' or ']', but got '<stream end>'; "
@@ -277,16 +277,116 @@ def test_unreadable(tmp_path: Path) -> None:
     assert str(e.value) == f"{path}: cannot read the matrix file: No such file or directory"
 
 
-def test_every_selftest_case_has_a_regression_that_catches_it() -> None:
+def test_every_selftest_case_has_a_mutant_that_catches_it() -> None:
     # A test that cannot fail is a defect: each case must be named by the
-    # catches: of some deliberately broken kernel (checked for real by
-    # `make regressions`).
+    # Caught-by: of some known-bad patch (checked for real by `make mutants`).
     import fnmatch
 
+    from harness import mutants
     from harness.cases import expected_cases
     repo = Path(__file__).parents[2]
-    patterns = [p for v in matrix.load(repo / "matrix.yaml").variants.values()
-                for p in v.catches]
+    m = matrix.load(repo / "matrix.yaml")
+    patterns = [p for mu in mutants.discover(m.mutants["patches"]) for p in mu.caught_by]
     uncaught = [c.id for c in expected_cases(repo / "selftests")
                 if not any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
     assert uncaught == []
+
+
+def test_every_caught_by_and_known_failure_names_a_test() -> None:
+    import fnmatch
+
+    from harness import mutants
+    from harness.cases import expected_cases
+    repo = Path(__file__).parents[2]
+    m = matrix.load(repo / "matrix.yaml")
+    names = [c.id for c in expected_cases(repo / "selftests")]
+    dangling = [f"{mu.patch.name}: {p}" for mu in mutants.discover(m.mutants["patches"])
+                for p in mu.caught_by
+                if not p.startswith("splat:") and not any(fnmatch.fnmatchcase(n, p) for n in names)]
+    dangling += [f"{v.name}: {p}" for v in m.variants.values()
+                 for p in matrix.check_known_failures(v, names)]
+    assert dangling == []
+
+
+def test_known_failures(write) -> None:
+    c = config()
+    c["variants"]["stock"] = {"known_failures": [
+        {"tests": ["lastwriter_test/new_file.*"], "cells": {"mode": "enforce"},
+         "reason": "known bug in 6.1.192"},
+        {"tests": ["setattr_test/*"], "cells": {"setattr": ["remove"], "policy": ["custom"]},
+         "reason": "needs kernel-patches/series"}]}
+    v = matrix.load(write(c)).variants["stock"]
+    cell = Cell("x86_64", "stock", "enforce", "custom")
+    assert v.expected_failure(cell, "lastwriter_test/new_file.fchmod.reopen") == \
+        "known bug in 6.1.192"
+    assert v.expected_failure(Cell("x86_64", "stock", "fix", "custom"),
+                              "lastwriter_test/new_file.fchmod.reopen") is None
+    assert v.expected_failure(cell, "setattr_test/x") is None
+    assert v.expected_failure(Cell("x86_64", "stock", "log", "custom", "sha256", "remove"),
+                              "setattr_test/x") == "needs kernel-patches/series"
+    assert matrix.check_known_failures(v, ["lastwriter_test/new_file.a"]) == ["setattr_test/*"]
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"tests": ["a/*"]}, "matrix.yaml: variants.stock.known_failures[0]: missing key 'reason'; "
+     "required: tests, reason"),
+    ({"tests": "a/*", "reason": "r"}, "matrix.yaml: variants.stock.known_failures[0].tests: "
+     "expected a non-empty list of test-name patterns, found 'a/*'"),
+    ({"tests": ["a/*"], "reason": "r", "cells": {"modes": ["fix"]}},
+     "matrix.yaml: variants.stock.known_failures[0].cells: unknown key 'modes'; "
+     "allowed: arch, mode, policy, hash, setattr"),
+    ({"tests": ["a/*"], "reason": "r", "cells": {"mode": ["fixx"]}},
+     "matrix.yaml: variants.stock.known_failures[0].cells.mode: unknown mode 'fixx'; "
+     "allowed: enforce, fix, log, off"),
+])
+def test_known_failure_errors(write, entry, message) -> None:
+    c = config()
+    c["variants"]["stock"] = {"known_failures": [entry]}
+    with pytest.raises(ConfigError) as e:
+        matrix.load(write(c))
+    assert str(e.value) == message
+
+
+def test_hash_and_setattr_axes(write) -> None:
+    c = config()
+    c["matrix"].update(hashes=["sha1", "sha256"], setattr=["keep", "remove"])
+    c["matrix"]["exclude"] = [{"setattr": "remove", "policy": "builtin"}]
+    m = matrix.load(write(c), archs="x86_64", variants="stock", modes="fix")
+    assert [c.id for c in m.cells] == [
+        "x86_64-stock-fix-builtin-sha1-keep", "x86_64-stock-fix-builtin-sha256-keep",
+        "x86_64-stock-fix-legacy-sha1-keep", "x86_64-stock-fix-legacy-sha1-remove",
+        "x86_64-stock-fix-legacy-sha256-keep", "x86_64-stock-fix-legacy-sha256-remove",
+        "x86_64-stock-fix-custom-sha1-keep", "x86_64-stock-fix-custom-sha1-remove",
+        "x86_64-stock-fix-custom-sha256-keep", "x86_64-stock-fix-custom-sha256-remove"]
+    assert m.cells[-1].cmdline() == \
+        "ima_appraise=fix ima_hash=sha256 ima_appraise_setattr=remove"
+    assert len(matrix.load(write(c), archs="x86_64", variants="stock", modes="fix",
+                           hashes="sha256", setattr="keep").cells) == 3
+
+
+def test_extra_patches_variant(write, tmp_path: Path) -> None:
+    (tmp_path / "a.patch").write_text("x")
+    m = matrix.load(write(config()), extra_patches=[tmp_path / "a.patch"])
+    v = m.variants[matrix.EXTRA_VARIANT]
+    assert (v.series, v.patches, v.workspace) == \
+        (Path("kernel-patches/series"), (tmp_path / "a.patch",), True)
+    assert {c.variant for c in m.cells} == {"extra"}
+    with pytest.raises(ConfigError) as e:
+        matrix.load(write(config()), extra_patches=[tmp_path / "nope.patch"])
+    assert str(e.value) == (f"EXTRA_PATCHES: {tmp_path / 'nope.patch'}: no such patch file "
+                            "(paths are relative to where make runs)")
+
+
+def test_mutant_cells(write) -> None:
+    c = config()
+    c["mutants"] = {"patches": "kernel-patches/regressions", "base": "patched",
+                    "archs": ["x86_64"], "modes": ["enforce"], "policies": ["custom"]}
+    m = matrix.load(write(c))
+    assert m.mutants["patches"] == Path("kernel-patches/regressions")
+    assert [c.id for c in matrix.mutant_cells(m, ["patched"])] == \
+        ["x86_64-patched-enforce-custom-sha1-keep"]
+    c["mutants"]["base"] = "nope"
+    with pytest.raises(ConfigError) as e:
+        matrix.load(write(c))
+    assert str(e.value) == ("matrix.yaml: mutants.base: unknown variant 'nope'; "
+                            "defined variants: stock, patched, skip-exec-appraisal")

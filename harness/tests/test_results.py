@@ -6,13 +6,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from harness import results
-from harness.cases import expected_cases
+from harness.tests.recorded import RECORDED_CASES
 from harness.matrix import Cell
 from harness.qemu import BootOutcome
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "test_data"
-EXPECTED = expected_cases(REPO / "selftests")
+EXPECTED = RECORDED_CASES
 CELL = Cell("aarch64", "stock", "fix", "custom")
 
 
@@ -92,14 +92,14 @@ def test_reports(tmp_path: Path) -> None:
     assert doc["run_id"] == "run-1" and doc["timings"] == {"boot": 8.01}
     assert {k: doc["cells"][0][k] for k in ("id", "arch", "kernel", "mode", "policy",
                                             "accel", "status")} == {
-        "id": "aarch64-stock-fix-custom", "arch": "aarch64", "kernel": "stock", "mode": "fix",
+        "id": "aarch64-stock-fix-custom-sha1-keep", "arch": "aarch64", "kernel": "stock", "mode": "fix",
         "policy": "custom", "accel": "tcg", "status": "pass"}
     assert doc["cells"][1]["status"] == "error"
     results.write_junit(tmp_path / "junit.xml", [ok, bad])
     root = ET.parse(tmp_path / "junit.xml").getroot()
     assert [s.get("failures") for s in root] == ["0", "1"]
     table = results.summary_table([ok, bad])
-    assert "aarch64-stock-fix-custom" in table and table.endswith("cells: 1 pass, 1 error (of 2)")
+    assert "aarch64-stock-fix-custom-sha1-keep" in table and table.endswith("cells: 1 pass, 1 error (of 2)")
 
 
 def test_real_panic_before_the_suite() -> None:
@@ -138,3 +138,26 @@ def test_real_lockdep_splat_then_hang() -> None:
          "&iint_mutex_key[depth] while holding &sb->s_type->i_mutex_key#7")]
     assert r.test("open_test/open_file.missing_hash.read").log[-1] == "read: Test terminated by timeout"
     assert r.test("mmap_test/mmap_file.correct_hash.prot_read").reason.startswith("no result: the guest was killed")
+
+
+def test_known_failures_are_xfail_and_unexpected_passes_xpass() -> None:
+    def known(name: str) -> str | None:
+        return "known bug in 6.1.192" if name.startswith("exec_test/") else None
+    console = real("real_aarch64_fix_custom_pass.log").replace(
+        "ok 1 exec_file.missing_hash.execve", "not ok 1 exec_file.missing_hash.execve")
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg", known=known)
+    assert r.test("exec_test/exec_file.missing_hash.execve").status == "xfail"
+    assert r.test("exec_test/exec_file.missing_hash.execve").reason.startswith(
+        "known failure: known bug in 6.1.192")
+    xpass = r.test("exec_test/exec_file.wrong_hash.execve")
+    assert xpass.status == "xpass" and "known bug in 6.1.192" in xpass.reason
+    assert r.status == "fail" and r.counts()["xfail"] == 1 and r.counts()["xpass"] == 2
+
+
+def test_a_skip_the_cell_explains_is_no_problem() -> None:
+    console = real("real_aarch64_fix_custom_pass.log").replace(
+        "ok 1 exec_file.missing_hash.execve",
+        "ok 1 exec_file.missing_hash.execve # SKIP not for this cell: needs a custom policy")
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg")
+    assert r.test("exec_test/exec_file.missing_hash.execve").status == "skip"
+    assert (r.status, r.problems) == ("pass", ())

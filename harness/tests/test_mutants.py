@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import regressions, results
-from harness.cases import expected_cases
+from harness import mutants as regressions, results
+from harness.tests.recorded import RECORDED_CASES
 from harness.matrix import Cell
 from harness.qemu import BootOutcome
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "test_data"
-EXPECTED = expected_cases(REPO / "selftests")
+EXPECTED = RECORDED_CASES
 
 
 def evaluate(log: str, cell: Cell, timed_out: bool = False) -> results.CellResult:
@@ -23,7 +23,7 @@ def test_caught_by_named_tests() -> None:
     v = regressions.judge("skip-exec-appraisal", ("exec_test/exec_file.*_hash.execve",), [cell])
     assert v.caught
     assert v.evidence == ("exec_test/exec_file.*_hash.execve: exec_test/exec_file.missing_hash."
-                          "execve in x86_64-skip-exec-appraisal-enforce-custom (+1 more)",)
+                          "execve in x86_64-skip-exec-appraisal-enforce-custom-sha1-keep (+1 more)",)
 
 
 def test_not_caught_when_a_pattern_matches_nothing() -> None:
@@ -31,7 +31,7 @@ def test_not_caught_when_a_pattern_matches_nothing() -> None:
     v = regressions.judge("x", ("open_test/*",), [cell])
     assert not v.caught
     assert v.evidence == ("open_test/*: NOTHING FAILED",)
-    assert regressions.report([v]).endswith("regressions: 0 of 1 caught")
+    assert regressions.report([v]).endswith("mutants: 0 of 1 caught")
 
 
 def test_caught_by_a_splat() -> None:
@@ -44,3 +44,28 @@ def test_a_kernel_that_did_not_build_proves_nothing() -> None:
     cell = results.error_cell(Cell("x86_64", "v", "fix", "custom"), "0001.patch does not apply\nhunk")
     v = regressions.judge("v", ("*",), [cell])
     assert not v.caught and v.evidence == ("not tested: 0001.patch does not apply",)
+
+
+def test_trailers(tmp_path: Path) -> None:
+    from harness.errors import ConfigError
+    import pytest
+    patch = tmp_path / "0012-REGRESSION-ima-accept-a-wrong-hash.patch"
+    patch.write_text("From x\nSubject: [PATCH] REGRESSION\n\nprose\n\n"
+                     "Mutant: a wrong hash is accepted\n"
+                     "Caught-by: open_test/*wrong_hash*\nCaught-by: splat:lockdep-circular\n"
+                     "Exposed-in: enforce cells\nSigned-off-by: x\n---\n"
+                     "+Caught-by: not/this\n")
+    mu = regressions.parse(patch)
+    assert mu == regressions.Mutant("m0012-ima-accept-a-wrong-hash", patch,
+                                    "a wrong hash is accepted",
+                                    ("open_test/*wrong_hash*", "splat:lockdep-circular"),
+                                    "enforce cells")
+    patch.write_text("Subject: x\n\nno trailers\n---\n")
+    with pytest.raises(ConfigError) as e:
+        regressions.parse(patch)
+    assert str(e.value).startswith(f"{patch}: no 'Caught-by: <test pattern>' trailer")
+
+
+def test_shipped_mutants_parse() -> None:
+    found = regressions.discover(REPO / "kernel-patches" / "regressions")
+    assert len({m.variant for m in found}) == len(found)

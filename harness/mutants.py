@@ -1,0 +1,118 @@
+"""Proof that the tests can fail: known-bad kernels ("mutants").
+
+Each patch in kernel-patches/regressions/ breaks one behaviour and says, in
+git-style trailers of its description, what must catch it:
+
+    Mutant: the final fput of a mapped file runs under mmap_lock
+    Caught-by: fput_test/*            (fnmatch over "<suite>/<case>"; one per line)
+    Caught-by: splat:lockdep-circular (a kernel splat of that kind)
+    Exposed-in: custom-policy cells   (optional: where it shows, and why only there)
+
+`make mutants` builds each on top of the base variant's series (matrix.yaml
+mutants:), boots the mutants: cells, and judges it caught when every
+Caught-by pattern matches something that failed in its cells.  A cell that
+could not be built or booted ("error") proves nothing and counts against it.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+from .matrix import Variant
+from .results import CellResult
+
+_TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in):\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    variant: str            # its variant name, e.g. "m0009-ima-accept-wrong-hash"
+    patch: Path
+    summary: str            # Mutant:
+    caught_by: tuple[str, ...]
+    exposed_in: str = ""
+
+
+def variant_name(patch: Path) -> str:
+    stem = re.sub(r"(?i)^(\d+)-(regression-|mutant-)?", r"m\1-", patch.stem)
+    return re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-")
+
+
+def parse(patch: Path) -> Mutant:
+    try:
+        text = patch.read_text(errors="replace")
+    except OSError as e:
+        raise ConfigError(f"{patch}: cannot read: {e.strerror}") from e
+    fields: dict[str, list[str]] = {"Mutant": [], "Caught-by": [], "Exposed-in": []}
+    for line in text.splitlines():
+        if line == "---" or line.startswith("diff --git") or line.startswith("--- "):
+            break
+        if m := _TRAILER.match(line):
+            fields[m.group(1)].append(m.group(2))
+    if not fields["Caught-by"] or not all(fields["Caught-by"]):
+        raise ConfigError(f"{patch}: no 'Caught-by: <test pattern>' trailer in its description; "
+                          "a known-bad patch must name the tests that catch it "
+                          "(see harness/mutants.py)")
+    return Mutant(variant_name(patch), patch, " ".join(fields["Mutant"]),
+                  tuple(fields["Caught-by"]), " ".join(fields["Exposed-in"]))
+
+
+def discover(directory: Path) -> list[Mutant]:
+    patches = sorted(directory.glob("*.patch"))
+    if not patches:
+        raise ConfigError(f"{directory}: no *.patch files: nothing to run")
+    return [parse(p) for p in patches]
+
+
+def as_variant(mutant: Mutant, base: Variant) -> Variant:
+    return Variant(mutant.variant, base.series, mutant.summary or mutant.patch.name,
+                   base.tree, patches=(*base.patches, mutant.patch), workspace=True,
+                   catches=mutant.caught_by)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    variant: str
+    caught: bool
+    evidence: tuple[str, ...]   # per pattern: what matched it, or why not
+
+
+def failures(cells: list[CellResult]) -> list[tuple[str, str]]:
+    """(name, cell id) of every failed test and every splat."""
+    found = []
+    for c in cells:
+        # A test with no result line (crash, timeout) proves nothing about it.
+        found += [(t.name, c.cell.id) for t in c.tests
+                  if t.status in ("fail", "xpass") and not t.reason.startswith("no result")]
+        found += [(f"splat:{s.kind}", c.cell.id) for s in c.splats]
+    return found
+
+
+def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult]) -> Verdict:
+    errors = [c for c in cells if c.status == "error"]
+    if errors or not cells:
+        why = errors[0].reason.splitlines()[0] if errors else "no cells ran"
+        return Verdict(variant, False, (f"not tested: {why}",))
+    failed = failures(cells)
+    evidence, caught = [], True
+    for pattern in patterns:
+        hits = [f"{name} in {cell}" for name, cell in failed if fnmatch.fnmatchcase(name, pattern)]
+        if hits:
+            evidence.append(f"{pattern}: {hits[0]}" + (f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""))
+        else:
+            caught = False
+            evidence.append(f"{pattern}: NOTHING FAILED")
+    return Verdict(variant, caught, tuple(evidence))
+
+
+def report(verdicts: list[Verdict]) -> str:
+    lines = []
+    for v in verdicts:
+        lines.append(f"{v.variant:<26} {'caught' if v.caught else 'NOT CAUGHT'}")
+        lines += [f"    {e}" for e in v.evidence]
+    n = sum(v.caught for v in verdicts)
+    lines.append(f"mutants: {n} of {len(verdicts)} caught")
+    return "\n".join(lines)
