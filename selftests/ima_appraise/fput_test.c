@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The deferred final fput: a file written through a shared mapping after
+ * its descriptor was closed gets its new hash when the last mapping goes
+ * (munmap, exit, or a forked child's mapping), without a lockdep splat.
+ *
+ * Layout, one per test, on the scratch ext4 filesystem:
+ *
+ * <scratch>/fput.XXXXXX/
+ *     data     root:root 0755, OLD_CONTENTS, security.ima correct for it
+ *     lockdep  root:root 0644, one page: see lockdep_learn_i_rwsem_mmap_lock()
+ *
+ * The 2012 design had ima_defer_fput(): the final __fput() of a mapped
+ * file, reached from munmap() under mmap_sem, would take the inode lock to
+ * rewrite security.ima, inverting i_mutex -> mmap_sem.  Since 3.6 every
+ * final fput() of a user task is task work, run on the way back to user
+ * space (or at exit, before the parent can reap the task), outside
+ * mmap_lock: so when munmap() returns, or waitpid() reports the exit,
+ * ima_file_free() has already rewritten security.ima.
+ *
+ * Expected: the hash of the content written through the mapping in every
+ * cell that appraises (cell_appraises(): all but off under a custom
+ * policy, where security.ima never changes), and no earlier than the last
+ * reference's release.  Lockdep stays on (debug_locks 1) from setup to
+ * teardown; the harness also fails the cell on any splat in the console.
+ */
+
+#include "writer.h"
+
+/* Same length: a shared mapping cannot grow the file. */
+#define OLD_CONTENTS "IMA appraisal selftest: deferred fput, old contents\n"
+#define MID_CONTENTS "IMA appraisal selftest: deferred fput, mid contents\n"
+#define NEW_CONTENTS "IMA appraisal selftest: deferred fput, NEW contents\n"
+
+static const char data_name[] = "data";
+static const char lockdep_name[] = "lockdep";
+static const char *const layout_files[] = { data_name, lockdep_name, NULL };
+
+FIXTURE(deferred_fput)
+{
+	bool skip;
+	struct cell cell;
+	char dir[DIR_MAX];
+	char path[PATH_MAX];
+	/* security.ima of data when the test starts */
+	uint8_t old[IMA_XATTR_MAX];
+	size_t old_len;
+};
+
+FIXTURE_SETUP(deferred_fput)
+{
+	char path[PATH_MAX];
+
+	self->skip = setup_cell(_metadata, &self->cell, self->dir, "fput");
+	if (self->skip)
+		return;
+	assert_lockdep_quiet(_metadata);
+	snprintf(path, sizeof(path), "%s/%s", self->dir, lockdep_name);
+	lockdep_learn_i_rwsem_mmap_lock(_metadata, path);
+	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
+	self->old_len = create_labelled(_metadata, &self->cell, self->path,
+					OLD_CONTENTS, self->old);
+}
+
+FIXTURE_TEARDOWN(deferred_fput)
+{
+	if (self->skip)
+		return;
+	cleanup_dir(_metadata, self->dir, layout_files);
+	/*
+	 * A kernel that runs the final fput synchronously under mmap_lock
+	 * makes lockdep report mmap_lock -> iint->mutex -> i_rwsem ->
+	 * mmap_lock here.
+	 */
+	EXPECT_EQ(1, lockdep_debug_locks())
+	{
+		TH_LOG("lockdep reported a problem during this test: see the kernel log");
+	}
+}
+
+/*
+ * Opens data read-write, maps it shared and closes the descriptor: the
+ * mapping holds the last reference to the file.  security.ima must not
+ * have changed yet.
+ */
+static char *map_data(struct __test_metadata *const _metadata,
+		      FIXTURE_DATA(deferred_fput) * self)
+{
+	char *map;
+	int fd;
+
+	fd = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open %s O_RDWR: %s", self->path, strerror(errno));
+	}
+	map = mmap(NULL, strlen(OLD_CONTENTS), PROT_READ | PROT_WRITE,
+		   MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, close(fd));
+	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	return map;
+}
+
+static void assert_new_label(struct __test_metadata *const _metadata,
+			     FIXTURE_DATA(deferred_fput) * self,
+			     const char *contents)
+{
+	size_t len;
+	char *data = read_file(_metadata, self->path, &len);
+
+	ASSERT_EQ(strlen(contents), len);
+	ASSERT_EQ(0, memcmp(contents, data, len));
+	free(data);
+	assert_labelled_after_close(_metadata, &self->cell, self->path,
+				    contents, self->old, self->old_len);
+}
+
+/*
+ * close(fd), write through the mapping, munmap(): the hash is there when
+ * munmap() returns.  Fails on a kernel that defers ima_file_free() past
+ * the return to user space (e.g. to delayed_fput's workqueue), or that
+ * skips it for files released by munmap; with lockdep, on a kernel that
+ * runs that final fput synchronously under mmap_lock (teardown).
+ */
+TEST_F(deferred_fput, munmap_last_reference)
+{
+	char *map;
+
+	if (self->skip)
+		return;
+	map = map_data(_metadata, self);
+	memcpy(map, NEW_CONTENTS, strlen(NEW_CONTENTS));
+	ASSERT_EQ(0, munmap(map, strlen(OLD_CONTENTS)));
+	assert_new_label(_metadata, self, NEW_CONTENTS);
+}
+
+/*
+ * A child maps, closes, writes and exits without munmap(): exit_mmap()
+ * drops the last reference and exit_task_work() runs the final fput
+ * before the parent can reap the child.  Fails on a kernel that leaves
+ * the fput of an exiting task to a workqueue, or loses it.
+ */
+TEST_F(deferred_fput, exit_without_munmap)
+{
+	int status;
+	pid_t pid;
+
+	if (self->skip)
+		return;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = open(self->path, O_RDWR | O_CLOEXEC);
+		char *map;
+
+		if (fd < 0)
+			_exit(1);
+		map = mmap(NULL, strlen(OLD_CONTENTS), PROT_READ | PROT_WRITE,
+			   MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED)
+			_exit(2);
+		close(fd);
+		memcpy(map, NEW_CONTENTS, strlen(NEW_CONTENTS));
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	{
+		TH_LOG("child status %#x", status);
+	}
+	assert_new_label(_metadata, self, NEW_CONTENTS);
+}
+
+/*
+ * The parent maps and forks, writes and unmaps: the child's copy of the
+ * mapping still holds the file, so security.ima must not change yet.
+ * Then the child writes and releases the last reference, by munmap() or
+ * by exiting.
+ */
+static void check_child_last(struct __test_metadata *const _metadata,
+			     FIXTURE_DATA(deferred_fput) * self,
+			     bool child_munmaps)
+{
+	int go[2], done[2], status;
+	char *map, c = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(done, O_CLOEXEC));
+	map = map_data(_metadata, self);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(go[1]);
+		close(done[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		memcpy(map, NEW_CONTENTS, strlen(NEW_CONTENTS));
+		if (!child_munmaps)
+			_exit(0);
+		if (munmap(map, strlen(OLD_CONTENTS)))
+			_exit(2);
+		/* Report, then wait: the parent checks while we live. */
+		if (write(done[1], &c, 1) != 1)
+			_exit(3);
+		read(go[0], &c, 1);
+		_exit(0);
+	}
+	close(go[0]);
+	close(done[1]);
+	memcpy(map, MID_CONTENTS, strlen(MID_CONTENTS));
+	ASSERT_EQ(0, munmap(map, strlen(OLD_CONTENTS)));
+	/* Not the last reference: nothing rewritten. */
+	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+
+	ASSERT_EQ(1, write(go[1], &c, 1));
+	if (child_munmaps) {
+		ASSERT_EQ(1, read(done[0], &c, 1))
+		{
+			TH_LOG("the child failed before its munmap returned");
+		}
+		assert_new_label(_metadata, self, NEW_CONTENTS);
+	}
+	close(go[1]);
+	close(done[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	{
+		TH_LOG("child status %#x", status);
+	}
+	assert_new_label(_metadata, self, NEW_CONTENTS);
+}
+
+/*
+ * Fails on a kernel that rewrites security.ima at a release that is not
+ * the last (the parent's munmap would label MID_CONTENTS), or that never
+ * does it for the child's exit.
+ */
+TEST_F(deferred_fput, child_exits_last)
+{
+	if (!self->skip)
+		check_child_last(_metadata, self, false);
+}
+
+/* As child_exits_last, the child's munmap() releasing the file. */
+TEST_F(deferred_fput, child_unmaps_last)
+{
+	if (!self->skip)
+		check_child_last(_metadata, self, true);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The last writer: security.ima is rewritten to the new content's hash when
+ * the last file opened for writing is closed, and new files stay readable
+ * until then.
+ *
+ * Layout, one per test, on the scratch ext4 filesystem:
+ *
+ * <scratch>/lastwriter.XXXXXX/
+ *     data    root:root 0755, OLD_CONTENTS, security.ima correct for it
+ *     new     created by the test (O_CREAT), no security.ima
+ *
+ * ima_check_last_writer() runs from the final __fput() of a file opened for
+ * writing (task work: done when close() returns) while i_writecount is
+ * still 1, and calls ima_update_xattr() when the file changed (i_version)
+ * or is IMA_NEW_FILE, if process_measurement() set IMA_UPDATE_XATTR (an
+ * appraised open for write) and the file's last appraisal passed: it
+ * writes 01 <sha1> or, with ima_hash=sha256, 04 04 <sha256>.
+ *
+ * Expected:
+ *   enforce, fix, log, and off under the builtin/legacy policy (which
+ *   appraises like log, see cell_appraises()): the hash of the final
+ *   content, written at the last close and not before;
+ *   off under a custom policy: security.ima never changes.
+ *   A wrong label is never blessed: log keeps it (the appraisal failed),
+ *   fix repaired it at open so the last close rewrites it, enforce denies.
+ */
+
+#include "writer.h"
+
+#define OLD_CONTENTS "IMA appraisal selftest: last writer, old contents\n"
+#define NEW_CONTENTS "IMA appraisal selftest: last writer, NEW contents\n"
+#define MORE_CONTENTS "appended line\n"
+
+static const char data_name[] = "data";
+static const char new_name[] = "new";
+static const char *const layout_files[] = { data_name, new_name, NULL };
+
+FIXTURE(last_writer)
+{
+	bool skip;
+	struct cell cell;
+	char dir[DIR_MAX];
+	char path[PATH_MAX];
+	char new_path[PATH_MAX];
+	/* security.ima of data when the test starts */
+	uint8_t old[IMA_XATTR_MAX];
+	size_t old_len;
+};
+
+FIXTURE_SETUP(last_writer)
+{
+	self->skip =
+		setup_cell(_metadata, &self->cell, self->dir, "lastwriter");
+	if (self->skip)
+		return;
+	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
+	snprintf(self->new_path, sizeof(self->new_path), "%s/%s", self->dir,
+		 new_name);
+	self->old_len = create_labelled(_metadata, &self->cell, self->path,
+					OLD_CONTENTS, self->old);
+}
+
+FIXTURE_TEARDOWN(last_writer)
+{
+	if (!self->skip)
+		cleanup_dir(_metadata, self->dir, layout_files);
+}
+
+static int open_data(FIXTURE_DATA(last_writer) * self, int flags)
+{
+	return open(self->path, flags | O_CLOEXEC);
+}
+
+/*
+ * Overwritten in place and closed: the new hash, at the close and not
+ * before.  Fails on a kernel whose ima_file_free() no longer calls
+ * ima_check_last_writer(), or that updates on every write.
+ */
+TEST_F(last_writer, rewrite)
+{
+	int fd;
+
+	if (self->skip)
+		return;
+	fd = open_data(self, O_WRONLY);
+	ASSERT_LE(0, fd);
+	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
+	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	ASSERT_EQ(0, close(fd));
+	assert_labelled_after_close(_metadata, &self->cell, self->path,
+				    NEW_CONTENTS, self->old, self->old_len);
+}
+
+/*
+ * Two writers: the first close leaves the old value (i_writecount is still
+ * 2), the second writes the hash of what both wrote.  Fails on a kernel
+ * that drops the i_writecount == 1 test (updates at the first close: the
+ * value would be the hash of the intermediate content) or that updates
+ * only at the first close.
+ */
+TEST_F(last_writer, two_writers)
+{
+	int fd1, fd2;
+
+	if (self->skip)
+		return;
+	fd1 = open_data(self, O_WRONLY);
+	ASSERT_LE(0, fd1);
+	fd2 = open_data(self, O_WRONLY);
+	ASSERT_LE(0, fd2);
+	pwrite_all(_metadata, fd1, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
+	ASSERT_EQ(0, close(fd1));
+	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	/* The file is still cached as appraised: readers are not denied. */
+	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	pwrite_all(_metadata, fd2, NEW_CONTENTS MORE_CONTENTS,
+		   strlen(NEW_CONTENTS MORE_CONTENTS), 0);
+	ASSERT_EQ(0, close(fd2));
+	assert_labelled_after_close(_metadata, &self->cell, self->path,
+				    NEW_CONTENTS MORE_CONTENTS, self->old,
+				    self->old_len);
+}
+
+/* O_APPEND: the hash of old + appended contents. */
+TEST_F(last_writer, append)
+{
+	int fd;
+
+	if (self->skip)
+		return;
+	fd = open_data(self, O_WRONLY | O_APPEND);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(strlen(MORE_CONTENTS),
+		  write(fd, MORE_CONTENTS, strlen(MORE_CONTENTS)));
+	ASSERT_EQ(0, close(fd));
+	assert_labelled_after_close(_metadata, &self->cell, self->path,
+				    OLD_CONTENTS MORE_CONTENTS, self->old,
+				    self->old_len);
+}
+
+/* O_TRUNC, then new contents: the hash of the new contents only. */
+TEST_F(last_writer, o_trunc)
+{
+	int fd;
+
+	if (self->skip)
+		return;
+	fd = open_data(self, O_WRONLY | O_TRUNC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(strlen(NEW_CONTENTS),
+		  write(fd, NEW_CONTENTS, strlen(NEW_CONTENTS)));
+	ASSERT_EQ(0, close(fd));
+	assert_labelled_after_close(_metadata, &self->cell, self->path,
+				    NEW_CONTENTS, self->old, self->old_len);
+}
+
+/*
+ * O_TRUNC and no write at all: the truncation after the appraisal changed
+ * i_version, so the close writes the hash of the empty file.  Fails on a
+ * kernel that updates only files written through the descriptor.
+ */
+TEST_F(last_writer, o_trunc_no_write)
+{
+	int fd;
+
+	if (self->skip)
+		return;
+	fd = open_data(self, O_WRONLY | O_TRUNC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, close(fd));
+	assert_labelled_after_close(_metadata, &self->cell, self->path, "",
+				    self->old, self->old_len);
+}
+
+/*
+ * A wrong label, opened for writing: enforce denies the open; fix repairs
+ * it at the open, so the last close writes the new hash; log (and off
+ * under the builtin policy) let the write happen but the appraisal failed,
+ * so ima_update_xattr() must not bless the new content: the wrong value
+ * stays.  Fails on a kernel that updates security.ima at the last close
+ * whatever the file's appraisal status (a log-mode system would label
+ * tampered files as good).
+ */
+TEST_F(last_writer, wrong_label_not_blessed)
+{
+	uint8_t wrong[IMA_XATTR_MAX];
+	size_t len = ima_wrong_xattr(self->old, wrong);
+	int fd;
+
+	if (self->skip)
+		return;
+	ASSERT_EQ(0, setxattr(self->path, XATTR_IMA, wrong, len, 0));
+	fd = open_data(self, O_WRONLY);
+	if (self->cell.mode == MODE_ENFORCE) {
+		ASSERT_EQ(-1, fd);
+		ASSERT_EQ(EACCES, errno);
+		assert_ima_is(_metadata, self->path, wrong, len);
+		return;
+	}
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("%s mode: open for write: %s",
+		       mode_names[self->cell.mode], strerror(errno));
+	}
+	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
+	ASSERT_EQ(0, close(fd));
+	if (self->cell.mode == MODE_FIX)
+		assert_labelled_after_close(_metadata, &self->cell, self->path,
+					    NEW_CONTENTS, NULL, 0);
+	else
+		assert_ima_is(_metadata, self->path, wrong, len);
+}
+
+/*
+ * A root file chowned out of the policy, then written: nobody labels it.
+ * Fails on a kernel that updates files IMA did not appraise.
+ */
+TEST_F(last_writer, not_in_policy)
+{
+	int fd;
+
+	if (self->skip)
+		return;
+	ASSERT_EQ(0, chown(self->path, FOWNER_NOT_IN_POLICY,
+			   FOWNER_NOT_IN_POLICY));
+	if (removexattr(self->path, XATTR_IMA))
+		ASSERT_EQ(ENODATA, errno);
+	fd = open_data(self, O_WRONLY);
+	ASSERT_LE(0, fd);
+	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
+	ASSERT_EQ(0, close(fd));
+	assert_no_ima(_metadata, self->path);
+	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+}
+
+/*
+ * A new empty file, closed without a write: IMA_NEW_FILE alone makes the
+ * close label it (i_version did not change).  Fails on a kernel that drops
+ * the IMA_NEW_FILE test from ima_check_last_writer(): the file would stay
+ * unlabelled, and unreadable in enforce.
+ */
+TEST_F(last_writer, new_file_no_write)
+{
+	int fd;
+
+	if (self->skip)
+		return;
+	fd = open(self->new_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		  0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, close(fd));
+	assert_labelled_after_close(_metadata, &self->cell, self->new_path, "",
+				    NULL, 0);
+	ASSERT_EQ(0, test_open(self->new_path, O_RDONLY));
+}
+
+/*
+ * How a new file is changed before it is reopened, in the new_file
+ * tests: nothing, fchmod() or fchown() (group only: root still owns it,
+ * it stays in policy) through the still open descriptor.
+ */
+enum new_file_change { CHANGE_NONE, CHANGE_FCHMOD, CHANGE_FCHOWN };
+
+/*
+ * A new file (O_CREAT), written, then opened again for reading before its
+ * first close: IMA_NEW_FILE lets it pass though it has no security.ima
+ * yet; the last close labels it with the hash of what was written.
+ *
+ * With fchmod/fchown first, this is the 6.1.192 bug of
+ * IMA-6.1-NOTES.md: ima_inode_post_setattr() sets IMA_CHANGE_ATTR, and
+ * process_measurement()'s reset of the cached flags clears IMA_NEW_FILE
+ * too (IMA_NONACTION_FLAGS), so the reopen is appraised as an existing
+ * unlabelled file: enforce denies it (EACCES, missing-hash), and in
+ * enforce, log and off-under-builtin its failed status keeps the last
+ * close from labelling the file.  Fixed upstream by "ima: Reset
+ * IMA_NONACTION_RULE_FLAGS after post_setattr" (v6.14), and for this
+ * tree by kernel-patches/series.
+ */
+static void check_new_file(struct __test_metadata *const _metadata,
+			   FIXTURE_DATA(last_writer) * self,
+			   enum new_file_change change)
+{
+	char buf[sizeof(NEW_CONTENTS)];
+	int fd, rfd;
+
+	fd = open(self->new_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		  0644);
+	ASSERT_LE(0, fd);
+	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
+	if (change == CHANGE_FCHMOD)
+		ASSERT_EQ(0, fchmod(fd, 0600));
+	if (change == CHANGE_FCHOWN)
+		ASSERT_EQ(0, fchown(fd, -1, FOWNER_NOT_IN_POLICY));
+
+	rfd = open(self->new_path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, rfd)
+	{
+		TH_LOG("%s mode, %s policy: reopening a new file before its first close: %s",
+		       mode_names[self->cell.mode],
+		       policy_names[self->cell.policy], strerror(errno));
+	}
+	ASSERT_EQ(strlen(NEW_CONTENTS), read(rfd, buf, sizeof(buf)));
+	ASSERT_EQ(0, memcmp(NEW_CONTENTS, buf, strlen(NEW_CONTENTS)));
+	ASSERT_EQ(0, close(rfd));
+	/* Closing a reader is not the last writer's close. */
+	assert_no_ima(_metadata, self->new_path);
+
+	ASSERT_EQ(0, close(fd));
+	assert_labelled_after_close(_metadata, &self->cell, self->new_path,
+				    NEW_CONTENTS, NULL, 0);
+	ASSERT_EQ(0, test_open(self->new_path, O_RDONLY));
+}
+
+/* Fails on a kernel that loses IMA_NEW_FILE at the first appraisal. */
+TEST_F(last_writer, new_file_reopen)
+{
+	if (!self->skip)
+		check_new_file(_metadata, self, CHANGE_NONE);
+}
+
+/* Fails on stock 6.1.192 (see check_new_file()). */
+TEST_F(last_writer, new_file_fchmod_reopen)
+{
+	if (!self->skip)
+		check_new_file(_metadata, self, CHANGE_FCHMOD);
+}
+
+/* Fails on stock 6.1.192 (see check_new_file()). */
+TEST_F(last_writer, new_file_fchown_reopen)
+{
+	if (!self->skip)
+		check_new_file(_metadata, self, CHANGE_FCHOWN);
+}
+
+TEST_HARNESS_MAIN

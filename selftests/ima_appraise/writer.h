@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers of the tests of what happens after a file is written: the last
+ * writer (lastwriter_test), the deferred final fput (fput_test),
+ * security.ima changes (xattr_test) and metadata changes (setattr_test).
+ */
+
+#ifndef _IMA_APPRAISE_WRITER_H
+#define _IMA_APPRAISE_WRITER_H
+
+#include "common.h"
+
+#define LOCKDEP_STATS "/proc/lockdep_stats"
+
+/*
+ * Whether IMA appraises at all in this cell, and so labels a file it
+ * appraised at its last writer's close (ima_check_last_writer() ->
+ * ima_update_xattr()).  Only ima_appraise=off under a custom policy turns
+ * it off: ima_update_policy_flags() drops IMA_APPRAISE from
+ * ima_policy_flag, and process_measurement(), ima_file_free() and
+ * ima_inode_post_setattr() all return at once.  Under the builtin (and
+ * legacy) appraise_tcb policy its POLICY_CHECK rule ORs
+ * IMA_APPRAISE_POLICY into ima_appraise, so off appraises like log:
+ * same as cell_audits().
+ */
+static inline bool cell_appraises(const struct cell *cell)
+{
+	return cell_audits(cell);
+}
+
+/* Writes all of data at offset off of fd. */
+static inline void pwrite_all(struct __test_metadata *const _metadata, int fd,
+			      const void *data, size_t len, off_t off)
+{
+	ASSERT_EQ((ssize_t)len, pwrite(fd, data, len, off))
+	{
+		TH_LOG("pwrite: %s", strerror(errno));
+	}
+}
+
+/*
+ * Creates path root-owned with data and the correct security.ima for it
+ * in this cell; returns that value in good and its length.
+ */
+static inline size_t create_labelled(struct __test_metadata *const _metadata,
+				     const struct cell *cell, const char *path,
+				     const char *data,
+				     uint8_t good[IMA_XATTR_MAX])
+{
+	size_t len = ima_hash_xattr(cell, data, strlen(data), good);
+
+	create_file(_metadata, path, data, strlen(data));
+	ASSERT_EQ(0, setxattr(path, XATTR_IMA, good, len, 0))
+	{
+		TH_LOG("setxattr %s: %s", path, strerror(errno));
+	}
+	return len;
+}
+
+/*
+ * After the last writer of path closed it with contents data: IMA wrote
+ * the hash of data where the cell appraises, and left the value it had
+ * before (old, or none if old_len is 0) where it does not.
+ */
+static inline void assert_labelled_after_close(
+	struct __test_metadata *const _metadata, const struct cell *cell,
+	const char *path, const char *data, const uint8_t *old, size_t old_len)
+{
+	uint8_t want[IMA_XATTR_MAX];
+	size_t len;
+
+	if (cell_appraises(cell)) {
+		len = ima_hash_xattr(cell, data, strlen(data), want);
+		assert_ima_is(_metadata, path, want, len);
+	} else if (old_len) {
+		assert_ima_is(_metadata, path, old, old_len);
+	} else {
+		assert_no_ima(_metadata, path);
+	}
+}
+
+/*
+ * debug_locks from /proc/lockdep_stats: 1 while lockdep runs, 0 once it
+ * reported a problem (it reports only the first of a boot) or was turned
+ * off; -errno if the file cannot be read (no CONFIG_LOCKDEP).
+ */
+static inline int lockdep_debug_locks(void)
+{
+	char buf[8192], *p;
+	ssize_t len;
+	int fd;
+
+	fd = open(LOCKDEP_STATS, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len < 0)
+		return -errno;
+	buf[len] = '\0';
+	p = strstr(buf, "debug_locks:");
+	if (!p)
+		return -ENOENT;
+	return atoi(p + strlen("debug_locks:"));
+}
+
+/* Lockdep must be on and quiet: no problem reported in this boot yet. */
+static inline void assert_lockdep_quiet(struct __test_metadata *const _metadata)
+{
+	int debug_locks = lockdep_debug_locks();
+
+	ASSERT_EQ(1, debug_locks)
+	{
+		if (debug_locks < 0)
+			TH_LOG("%s: %s (CONFIG_LOCKDEP?)", LOCKDEP_STATS,
+			       strerror(-debug_locks));
+		else
+			TH_LOG("lockdep is off: it reported a problem in this boot (see the kernel log)");
+	}
+}
+
+/*
+ * Teaches lockdep the VFS order i_rwsem -> mmap_lock, so that a final
+ * fput() run under mmap_lock (ima_file_free() -> iint->mutex -> i_rwsem)
+ * shows as the circular dependency it is even if nothing else in the boot
+ * taught it.  A page fault does not: it takes mmap_lock with a trylock
+ * first, which lockdep records no order for.  An O_DIRECT read into a
+ * buffer that is not faulted in does: ext4_dio_read_iter() holds i_rwsem
+ * while get_user_pages_fast() falls back to get_user_pages_unlocked(),
+ * which takes mmap_read_lock().  The file is given away to
+ * FOWNER_NOT_IN_POLICY: IMA fails to hash files opened with O_DIRECT
+ * (ima_calc_file_hash(): -EINVAL), so in policy its open would be denied.
+ */
+static inline void
+lockdep_learn_i_rwsem_mmap_lock(struct __test_metadata *const _metadata,
+				const char *path)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *buf;
+	int fd;
+
+	buf = malloc(page);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 'L', page);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("create %s: %s", path, strerror(errno));
+	}
+	ASSERT_EQ(0, fchown(fd, FOWNER_NOT_IN_POLICY, FOWNER_NOT_IN_POLICY));
+	pwrite_all(_metadata, fd, buf, page, 0);
+	ASSERT_EQ(0, close(fd));
+	free(buf);
+
+	buf = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("open %s O_DIRECT: %s", path, strerror(errno));
+	}
+	ASSERT_EQ(page, read(fd, buf, page))
+	{
+		TH_LOG("O_DIRECT read into an unfaulted mapping: %s",
+		       strerror(errno));
+	}
+	ASSERT_EQ('L', buf[page - 1]);
+	ASSERT_EQ(0, close(fd));
+	ASSERT_EQ(0, munmap(buf, page));
+}
+
+#endif /* _IMA_APPRAISE_WRITER_H */

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * security.ima protection: setting or removing it needs CAP_SYS_ADMIN,
+ * malformed values are refused, and any change makes the next open be
+ * appraised afresh.
+ *
+ * Layout, one per test, on the scratch ext4 filesystem:
+ *
+ * <scratch>/xattr.XXXXXX/
+ *     data    root:root 0755, CONTENTS, security.ima correct for it
+ *
+ * ima_inode_setxattr()/ima_inode_removexattr() run whatever the mode and
+ * policy (they are not gated by ima_policy_flag), after
+ * cap_inode_setxattr()'s own CAP_SYS_ADMIN check for security.*:
+ *   without CAP_SYS_ADMIN        EPERM
+ *   empty value                  EINVAL
+ *   type >= IMA_XATTR_LAST (7)   EINVAL
+ *   an algorithm not built in    EACCES (validate_hash_algo(), not EINVAL),
+ *                                audit cause=unavailable-hash-algorithm
+ * and in every case the old value stays, byte for byte.
+ *
+ * A change that is allowed resets the cached appraisal (IMA_CHANGE_XATTR),
+ * so the next open sees the new value, per mode: enforce denies a wrong
+ * or missing one, fix repairs it, log and off under the builtin policy
+ * allow and log it, off under a custom policy does nothing at all.
+ */
+
+#include <linux/capability.h>
+#include <sys/syscall.h>
+
+#include "writer.h"
+
+#define CONTENTS "IMA appraisal selftest: security.ima protection\n"
+/* enum hash_algo: Whirlpool-256, which the kernels under test lack. */
+#define HASH_ALGO_WP_256 11
+/* enum evm_ima_xattr_type: IMA_VERITY_DIGSIG + 1 */
+#define IMA_XATTR_LAST 7
+
+static const char data_name[] = "data";
+static const char *const layout_files[] = { data_name, NULL };
+
+FIXTURE(ima_xattr)
+{
+	bool skip;
+	struct cell cell;
+	char dir[DIR_MAX];
+	char path[PATH_MAX];
+	uint8_t good[IMA_XATTR_MAX];
+	size_t good_len;
+	uint8_t wrong[IMA_XATTR_MAX];
+};
+
+FIXTURE_SETUP(ima_xattr)
+{
+	self->skip = setup_cell(_metadata, &self->cell, self->dir, "xattr");
+	if (self->skip)
+		return;
+	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
+	self->good_len = create_labelled(_metadata, &self->cell, self->path,
+					 CONTENTS, self->good);
+	ima_wrong_xattr(self->good, self->wrong);
+}
+
+FIXTURE_TEARDOWN(ima_xattr)
+{
+	if (!self->skip)
+		cleanup_dir(_metadata, self->dir, layout_files);
+}
+
+/* Drops CAP_SYS_ADMIN from the effective and permitted sets; 0 or errno. */
+static int drop_cap_sys_admin(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return errno;
+	data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &=
+		~CAP_TO_MASK(CAP_SYS_ADMIN);
+	data[CAP_TO_INDEX(CAP_SYS_ADMIN)].permitted &=
+		~CAP_TO_MASK(CAP_SYS_ADMIN);
+	if (syscall(SYS_capset, &hdr, data))
+		return errno;
+	return 0;
+}
+
+/*
+ * Runs set (value != NULL) or remove of security.ima of path in a child
+ * without CAP_SYS_ADMIN; returns 0 or the errno it got.  The child stays
+ * root with every other capability.
+ */
+static int change_without_cap(struct __test_metadata *const _metadata,
+			      const char *path, const uint8_t *value,
+			      size_t len)
+{
+	int status, err;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		err = drop_cap_sys_admin();
+		if (err)
+			_exit(200);
+		if (value)
+			err = setxattr(path, XATTR_IMA, value, len, 0);
+		else
+			err = removexattr(path, XATTR_IMA);
+		_exit(err ? errno : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 200)
+	{
+		TH_LOG("child could not drop CAP_SYS_ADMIN (status %#x)",
+		       status);
+	}
+	return WEXITSTATUS(status);
+}
+
+/* Returns 0 or the errno of setxattr(security.ima). */
+static int set_ima(const char *path, const void *value, size_t len)
+{
+	return setxattr(path, XATTR_IMA, value, len, 0) ? errno : 0;
+}
+
+/*
+ * Fails on a kernel that lets anyone without CAP_SYS_ADMIN rewrite
+ * security.ima: both cap_inode_setxattr() and ima_protect_xattr() check
+ * it here (a mutant must drop both to be seen on ext4 in the init user
+ * namespace).
+ */
+TEST_F(ima_xattr, set_without_cap_sys_admin)
+{
+	if (self->skip)
+		return;
+	ASSERT_EQ(EPERM, change_without_cap(_metadata, self->path, self->wrong,
+					    self->good_len));
+	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+}
+
+TEST_F(ima_xattr, remove_without_cap_sys_admin)
+{
+	if (self->skip)
+		return;
+	ASSERT_EQ(EPERM, change_without_cap(_metadata, self->path, NULL, 0));
+	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+}
+
+/* Fails on a kernel without the !xattr_value_len test. */
+TEST_F(ima_xattr, set_empty_value)
+{
+	if (self->skip)
+		return;
+	ASSERT_EQ(EINVAL, set_ima(self->path, "", 0));
+	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+}
+
+/* Type IMA_XATTR_LAST itself: fails on an off-by-one (> instead of >=). */
+TEST_F(ima_xattr, set_type_last)
+{
+	uint8_t value[IMA_XATTR_MAX];
+
+	if (self->skip)
+		return;
+	memcpy(value, self->good, self->good_len);
+	value[0] = IMA_XATTR_LAST;
+	ASSERT_EQ(EINVAL, set_ima(self->path, value, self->good_len));
+	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+}
+
+/* Fails on a kernel that does not check the type at all. */
+TEST_F(ima_xattr, set_type_unknown)
+{
+	uint8_t value[IMA_XATTR_MAX];
+
+	if (self->skip)
+		return;
+	memcpy(value, self->good, self->good_len);
+	value[0] = 0x7f;
+	ASSERT_EQ(EINVAL, set_ima(self->path, value, self->good_len));
+	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+}
+
+/*
+ * 04 <wp256> <32 bytes>: a hash the kernel cannot compute.  6.1 refuses it
+ * with EACCES and an audit record (validate_hash_algo()).  Fails on a
+ * kernel that drops validate_hash_algo() (the file would carry a label
+ * no appraisal can ever verify).
+ */
+TEST_F(ima_xattr, set_unavailable_algo)
+{
+	const char *scratch = scratch_dir();
+	uint8_t value[2 + 32];
+	char name[PATH_MAX + 8];
+	int kmsg;
+
+	if (self->skip)
+		return;
+	value[0] = IMA_XATTR_DIGEST_NG;
+	value[1] = HASH_ALGO_WP_256;
+	memset(value + 2, 0x5a, sizeof(value) - 2);
+	kmsg = kmsg_open(_metadata);
+	ASSERT_EQ(EACCES, set_ima(self->path, value, sizeof(value)));
+	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+	/* The audit name is the dentry path inside the filesystem. */
+	snprintf(name, sizeof(name), "name=\"%s\"",
+		 self->path + strlen(scratch));
+	ASSERT_TRUE(
+		kmsg_wait_for(kmsg, "cause=unavailable-hash-algorithm", name))
+	{
+		TH_LOG("no audit record cause=unavailable-hash-algorithm %s",
+		       name);
+	}
+	close(kmsg);
+}
+
+/*
+ * The per-mode result of opening data for reading when its security.ima
+ * is in state (wrong or missing), after it passed before: the cached pass
+ * must not survive the change.
+ */
+static void check_reappraised(struct __test_metadata *const _metadata,
+			      FIXTURE_DATA(ima_xattr) * self,
+			      enum ima_state state, int kmsg)
+{
+	ASSERT_EQ(expected_errno(&self->cell, state),
+		  test_open(self->path, O_RDONLY))
+	{
+		TH_LOG("%s mode, %s policy: open after security.ima changed",
+		       mode_names[self->cell.mode],
+		       policy_names[self->cell.policy]);
+	}
+	assert_ima_after(_metadata, &self->cell, self->path, state, self->good);
+	assert_audited(_metadata, &self->cell, kmsg, self->path, state);
+}
+
+/*
+ * Passed and cached, then given a wrong value: the next open is appraised
+ * again.  Fails on a kernel whose ima_inode_setxattr() no longer resets
+ * the cache (IMA_CHANGE_XATTR): enforce would allow, fix would not
+ * repair, log would not log.
+ */
+TEST_F(ima_xattr, set_wrong_reappraises)
+{
+	int kmsg;
+
+	if (self->skip)
+		return;
+	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	ASSERT_EQ(0, set_ima(self->path, self->wrong, self->good_len));
+	kmsg = kmsg_open(_metadata);
+	check_reappraised(_metadata, self, STATE_WRONG, kmsg);
+	close(kmsg);
+}
+
+/* Passed and cached, then security.ima removed: the same. */
+TEST_F(ima_xattr, remove_reappraises)
+{
+	int kmsg;
+
+	if (self->skip)
+		return;
+	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	ASSERT_EQ(0, removexattr(self->path, XATTR_IMA));
+	kmsg = kmsg_open(_metadata);
+	check_reappraised(_metadata, self, STATE_MISSING, kmsg);
+	close(kmsg);
+}
+
+/*
+ * The reverse: denied (enforce) for a wrong value, then labelled
+ * correctly: allowed, the value kept.  Fails on a kernel that caches a
+ * failed appraisal across a security.ima change.
+ */
+TEST_F(ima_xattr, set_correct_allows)
+{
+	if (self->skip)
+		return;
+	ASSERT_EQ(0, set_ima(self->path, self->wrong, self->good_len));
+	ASSERT_EQ(expected_errno(&self->cell, STATE_WRONG),
+		  test_open(self->path, O_RDONLY));
+	ASSERT_EQ(0, set_ima(self->path, self->good, self->good_len));
+	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+}
+
+TEST_HARNESS_MAIN
