@@ -136,9 +136,13 @@ def _files_of(patch: Path) -> set[str]:
 
 
 def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
-                 log: Path, copies: Path | None = None) -> Path:
+                 log: Path, copies: Path | None = None,
+                 lenient: tuple[Path, ...] = ()) -> Path:
     """A copy of the pristine tree, made under copies (default: next to it),
-    with the patches applied; the pristine tree itself when there are none."""
+    with the patches applied; the pristine tree itself when there are none.
+    Patches in lenient (someone's EXTRA_PATCHES, written against the plain
+    tree) may apply with fuzz where our series changed their context; the
+    series itself must apply exactly, as git am would."""
     if not patches:
         return pristine
     copies = copies or pristine.parent
@@ -171,9 +175,16 @@ def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
     for patch in patches:
         try:
             # --fuzz=0: what git am would reject must not apply here either.
-            _run(["patch", "-p1", "--batch", "--forward", "--fuzz=0", "-d", str(dest),
-                  "-i", str(patch)],
-                 log, f"applying {patch}")
+            cmd = ["patch", "-p1", "--batch", "--forward", "--fuzz=0", "-d", str(dest),
+                   "-i", str(patch)]
+            try:
+                _run(cmd, log, f"applying {patch}")
+            except BuildError:
+                if patch not in lenient:
+                    raise
+                # patch --dry-run first: a failed attempt must leave no half.
+                _run([*cmd[:4], "--dry-run", *cmd[5:]], log, f"applying {patch} with fuzz")
+                _run([c for c in cmd if c != "--fuzz=0"], log, f"applying {patch} with fuzz")
         except BuildError as e:
             raise BuildError(
                 f"{patch} does not apply to {TREE_NAME} (variant {variant!r}). "
@@ -247,8 +258,8 @@ def own_out_dir(out: Path) -> None:
 WORKSPACE = "workspace"
 
 
-def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False
-                 ) -> tuple[Kernel, int]:
+def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False,
+                 lenient: tuple[Path, ...] = ()) -> tuple[Kernel, int]:
     own_out_dir(k.out)
     log = build / "logs" / f"kernel-{k.arch.name}-{k.variant}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -257,15 +268,16 @@ def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False
         raise BuildError(f"{k.tree} is not a kernel source tree (no Makefile/Kconfig there); "
                          f"check the tree of variant {k.variant!r}")
     if workspace:
-        return _build_in_workspace(build, k, jobs, log)
-    tree = patched_tree(k.tree, k.variant, k.patches, log, build / "src")
+        return _build_in_workspace(build, k, jobs, log, lenient)
+    tree = patched_tree(k.tree, k.variant, k.patches, log, build / "src", lenient)
     k = Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments)
     configure(k, log)
     compiled = compile_kernel(k, jobs, log)
     return k, compiled
 
 
-def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path) -> tuple[Kernel, int]:
+def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
+                        lenient: tuple[Path, ...]) -> tuple[Kernel, int]:
     origin = (k.tree / "Makefile").stat()
     want = _digest(f"{k.tree} {origin.st_ino} {origin.st_mtime_ns}",
                    *(p.name + "\n" + p.read_text(errors="replace") for p in k.patches),
@@ -274,7 +286,7 @@ def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path) -> tuple[K
     image = k.out / k.arch.image
     if stamp.is_file() and stamp.read_text() == want and image.is_file():
         return k, 0
-    tree = patched_tree(k.tree, WORKSPACE, k.patches, log, build / "src")
+    tree = patched_tree(k.tree, WORKSPACE, k.patches, log, build / "src", lenient)
     ws = Kernel(k.arch, WORKSPACE, tree, build / "kernel" / f"{k.arch.name}-{WORKSPACE}",
                 k.patches, k.fragments)
     own_out_dir(ws.out)

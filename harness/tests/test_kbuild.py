@@ -93,3 +93,20 @@ def test_a_variant_stops_sharing_a_build(tmp_path: Path) -> None:
     kbuild.own_out_dir(patched)
     assert patched.is_dir() and not patched.is_symlink()
     assert (stock.out / "vmlinux").read_text() == "stock"
+
+
+def test_extra_patches_may_need_fuzz_but_the_series_may_not(pristine: Path, tmp_path: Path) -> None:
+    # The series changed a line next to what someone's patch (written
+    # against the plain tree) changes: exact context no longer matches.
+    (pristine / "lib" / "answer.c").write_text("a\nb\nc\nint answer = 41;\nd\ne\nf\n")
+    series = tmp_path / "0001-series.patch"
+    series.write_text("--- a/lib/answer.c\n+++ b/lib/answer.c\n@@ -1,3 +1,3 @@\n"
+                      "-a\n+A\n b\n c\n")
+    extra = tmp_path / "extra.patch"
+    extra.write_text("--- a/lib/answer.c\n+++ b/lib/answer.c\n@@ -1,7 +1,7 @@\n"
+                     " a\n b\n c\n-int answer = 41;\n+int answer = 42;\n d\n e\n f\n")
+    with pytest.raises(BuildError):
+        kbuild.patched_tree(pristine, "strict", (series, extra), tmp_path / "log")
+    tree = kbuild.patched_tree(pristine, "fuzzy", (series, extra), tmp_path / "log",
+                               lenient=(extra,))
+    assert (tree / "lib" / "answer.c").read_text() == "A\nb\nc\nint answer = 42;\nd\ne\nf\n"
