@@ -151,27 +151,38 @@ def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
     # The pristine tree's identity too: a re-extracted (updated) source must
     # not be patched over by a copy of the old one.
     origin = (pristine / "Makefile").stat()
-    want = _digest(f"{pristine} {origin.st_ino} {origin.st_mtime_ns}",
-                   *(p.name + "\n" + p.read_text(errors="replace") for p in patches))
+    origin_id = f"origin {pristine} {origin.st_ino} {origin.st_mtime_ns}"
+    want = _digest(origin_id, *(p.name + "\n" + p.read_text(errors="replace") for p in patches))
     touched = set().union(*(_files_of(p) for p in patches))
     previous: set[str] = set()
+    same_origin = False
     if stamp.is_file():
         old = stamp.read_text().splitlines()
         if old and old[0] == want and dest.is_dir():
             return dest
-        previous = set(old[1:])
-    if dest.exists():
-        shutil.rmtree(dest)
-    _run(["cp", "-al", str(pristine), str(dest)], log, f"copying {pristine}")
+        previous = {f for f in old[1:] if not f.startswith("origin ")}
+        same_origin = dest.is_dir() and origin_id in old[1:2]
+    if not same_origin:
+        if dest.exists():
+            shutil.rmtree(dest)
+        _run(["cp", "-al", str(pristine), str(dest)], log, f"copying {pristine}")
+    # Until the patches are in, the stamp names every file to restore, so
+    # an interrupted or failed application is undone next time.
+    restore = touched | previous
+    stamp.write_text("dirty\n" + origin_id + "\n" + "\n".join(sorted(restore)) + "\n")
     # Hard links share the pristine tree's inodes: replace every file a patch
-    # will touch, or touched last time, by a private copy.  The fresh mtime
-    # also makes kbuild recompile a file whose patch was just dropped.
-    for rel in sorted(touched | previous):
-        f = dest / rel
-        if f.is_file():
+    # will touch, or touched last time, by a private copy (or remove it if a
+    # patch created it).  The fresh mtime also makes kbuild recompile a file
+    # whose patch was just dropped.  Everything else is left as it is, so a
+    # tree that changes patches (the workspace) costs only their files.
+    for rel in sorted(restore):
+        f, src = dest / rel, pristine / rel
+        if f.is_file() or f.is_symlink():
             f.unlink()
-            shutil.copyfile(pristine / rel, f)
-            shutil.copymode(pristine / rel, f)
+        if src.is_file():
+            f.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, f)
+            shutil.copymode(src, f)
     for patch in patches:
         try:
             # --fuzz=0: what git am would reject must not apply here either.
@@ -189,7 +200,7 @@ def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
             raise BuildError(
                 f"{patch} does not apply to {TREE_NAME} (variant {variant!r}). "
                 f"Refresh it against {pristine} or drop it from the series.\n{e}") from None
-    stamp.write_text(want + "\n" + "\n".join(sorted(touched)) + "\n")
+    stamp.write_text(want + "\n" + origin_id + "\n" + "\n".join(sorted(touched)) + "\n")
     return dest
 
 

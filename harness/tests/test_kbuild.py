@@ -110,3 +110,24 @@ def test_extra_patches_may_need_fuzz_but_the_series_may_not(pristine: Path, tmp_
     tree = kbuild.patched_tree(pristine, "fuzzy", (series, extra), tmp_path / "log",
                                lenient=(extra,))
     assert (tree / "lib" / "answer.c").read_text() == "A\nb\nc\nint answer = 42;\nd\ne\nf\n"
+
+
+def test_changing_patches_restores_only_their_files(pristine: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.patch", tmp_path / "b.patch"
+    a.write_text(PATCH)
+    b.write_text("--- /dev/null\n+++ b/lib/new.c\n@@ -0,0 +1 @@\n+int new;\n")
+    tree = kbuild.patched_tree(pristine, "ws", (a, b), tmp_path / "log")
+    other = os.stat(tree / "lib" / "other.c")
+    assert (tree / "lib" / "new.c").is_file()
+    tree = kbuild.patched_tree(pristine, "ws", (a,), tmp_path / "log")
+    assert not (tree / "lib" / "new.c").exists()       # made by the dropped patch
+    assert (tree / "lib" / "answer.c").read_text() == "int answer = 42;\n"
+    assert os.stat(tree / "lib" / "other.c").st_ino == other.st_ino   # not copied again
+    # A patch that fails halfway is undone by the next call.
+    bad = tmp_path / "bad.patch"
+    bad.write_text(PATCH + "--- a/lib/other.c\n+++ b/lib/other.c\n@@ -1 +1 @@\n-nope\n+x\n")
+    with pytest.raises(BuildError):
+        kbuild.patched_tree(pristine, "ws", (bad,), tmp_path / "log")
+    tree = kbuild.patched_tree(pristine, "ws", (b,), tmp_path / "log")
+    assert (tree / "lib" / "answer.c").read_text() == "int answer = 41;\n"
+    assert (tree / "lib" / "new.c").read_text() == "int new;\n"
