@@ -85,7 +85,9 @@ def _mutants(args: argparse.Namespace) -> int:
     verdicts = [mutants.judge(mu.variant, mu.caught_by,
                               [c for c in run.cells if c.cell.variant == mu.variant])
                 for mu in chosen]
-    print(mutants.report(verdicts))
+    print(mutants.report(verdicts, {mu.variant: mu.summary + (f"; exposed in: {mu.exposed_in}"
+                                                              if mu.exposed_in else "")
+                                    for mu in chosen}))
     print(f"results: {run.run_dir}")
     return 0 if all(v.caught for v in verdicts) else 1
 

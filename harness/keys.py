@@ -102,6 +102,8 @@ EVM_IMA_XATTR_DIGSIG, SIG_V2, HASH_ALGO_SHA256 = 3, 2, 4
 SIG_HEADER_LEN = 9          # type, version, hash algo, be32 keyid, be16 sig size
 GUEST_KEY_FILES = ("ima.der", "rogue.der", "payload", "payload.good.sig",
                    "payload.unknown.sig", "payload.corrupt.sig")
+# Signatures of the staged, compiled exec_helper (per arch), when there is one.
+EXEC_HELPER, EXEC_HELPER_SIGS = "exec_helper", ("exec_helper.good.sig", "exec_helper.corrupt.sig")
 
 
 def sign_digest(keys: Path, key: str, digest: bytes) -> bytes:
@@ -145,8 +147,9 @@ def _write_if_changed(path: Path, data: bytes) -> None:
 
 
 def stage_guest_keys(keys: Path, stage: Path) -> Path:
-    """Writes GUEST_KEY_FILES into <stage>/ima_appraise/keys/ (unchanged files
-    keep their mtime); returns that directory."""
+    """Writes GUEST_KEY_FILES, and EXEC_HELPER_SIGS if the stage has a built
+    exec_helper, into <stage>/ima_appraise/keys/ (unchanged files keep their
+    mtime); returns that directory."""
     out = stage / "ima_appraise" / "keys"
     out.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(PAYLOAD).digest()
@@ -160,6 +163,10 @@ def stage_guest_keys(keys: Path, stage: Path) -> Path:
         "payload.corrupt.sig": corrupt(good),
     }
     assert tuple(files) == GUEST_KEY_FILES
+    helper = stage / "ima_appraise" / EXEC_HELPER
+    if helper.is_file():
+        signed = sign_digest(keys, "ima", hashlib.sha256(helper.read_bytes()).digest())
+        files.update(zip(EXEC_HELPER_SIGS, (signed, corrupt(signed))))
     for name, data in files.items():
         _write_if_changed(out / name, data)
     for old in out.iterdir():

@@ -108,10 +108,13 @@ def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult]) -> V
     return Verdict(variant, caught, tuple(evidence))
 
 
-def report(verdicts: list[Verdict]) -> str:
+def report(verdicts: list[Verdict], notes: dict[str, str] | None = None) -> str:
+    """notes: per variant, a line saying what the mutant breaks."""
     lines = []
     for v in verdicts:
         lines.append(f"{v.variant:<26} {'caught' if v.caught else 'NOT CAUGHT'}")
+        if notes and notes.get(v.variant):
+            lines.append(f"    ({notes[v.variant]})")
         lines += [f"    {e}" for e in v.evidence]
     n = sum(v.caught for v in verdicts)
     lines.append(f"mutants: {n} of {len(verdicts)} caught")

@@ -63,3 +63,19 @@ def test_staging_again_rewrites_nothing(staged: tuple[Path, Path]) -> None:
 def test_check_signature_rejects_a_wrong_size() -> None:
     with pytest.raises(keys.BuildError):
         keys.check_signature(bytes([3, 2, 4, 1, 2, 3, 4, 1, 0]) + bytes(255))
+
+
+def test_a_built_exec_helper_is_signed(staged: tuple[Path, Path]) -> None:
+    key_dir, out = staged
+    stage = out.parent.parent
+    (stage / "ima_appraise" / "exec_helper").write_bytes(b"\x7fELF not really")
+    try:
+        keys.stage_guest_keys(key_dir, stage)
+        names = sorted(p.name for p in out.iterdir())
+        assert names == sorted(keys.GUEST_KEY_FILES + keys.EXEC_HELPER_SIGS)
+        good = (out / "exec_helper.good.sig").read_bytes()
+        assert good[:7] == (out / "payload.good.sig").read_bytes()[:7]
+        assert good != (out / "payload.good.sig").read_bytes()
+    finally:
+        (stage / "ima_appraise" / "exec_helper").unlink()
+        keys.stage_guest_keys(key_dir, stage)
