@@ -976,4 +976,13 @@ static inline void cleanup_dir(struct __test_metadata *const _metadata,
 	EXPECT_EQ(0, rmdir(dir));
 }
 
+/* ---- setattr_test (last writer, fput, xattr, setattr area) ---- */
+
+/*
+ * uid table, continued.
+ * FOWNER_SETATTR_IMASIG: setattr_test's appraise_type=imasig rule, which a
+ *                        chown from root moves a hash-labelled file under.
+ */
+#define FOWNER_SETATTR_IMASIG 4243
+
 #endif /* _IMA_APPRAISE_COMMON_H */
