@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * IMA appraisal of signatures (security.ima type 0x03, v2): the .ima
+ * keyring, good and bad signatures, and appraise_type=imasig.
+ *
+ * The harness staged, next to this program (harness/keys.py):
+ *
+ * keys/
+ *     ima.der              test certificate, signed by the CA the kernel
+ *                          trusts (CONFIG_SYSTEM_TRUSTED_KEYS)
+ *     rogue.der            self-signed: .ima must refuse it
+ *     payload              the signed content
+ *     payload.good.sig     security.ima: sha256 signature by ima.der's key
+ *     payload.unknown.sig  by a CA-certified key that is never loaded
+ *     payload.corrupt.sig  payload.good.sig with one signature byte flipped
+ *
+ * Layout, one per test, on the scratch ext4 filesystem:
+ *
+ * <scratch>/sig.XXXXXX/
+ *     signed    root:root 0644 (signed_file) or FOWNER_IMASIG:root
+ *               (imasig_rule), content and security.ima per variant
+ *
+ * Signatures name their own hash algorithm (sha256): the file passes
+ * with ima_hash=sha1 too, because ima_get_hash_algo() takes the
+ * signature's.
+ */
+
+#include "sig.h"
+
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define FOWNER_IMASIG_STR XSTR(FOWNER_IMASIG)
+
+static const char signed_name[] = "signed";
+static const char *const layout_files[] = { signed_name, NULL };
+static const char tampered[] = "tampered\n";
+
+/* enforce denies what fails appraisal; fix, log and off allow it. */
+static int denied(const struct cell *cell, bool valid)
+{
+	return cell->mode == MODE_ENFORCE && !valid ? EACCES : 0;
+}
+
+/* ---- the .ima keyring ---- */
+
+/*
+ * Breaking change: a kernel whose .ima keyring has no restrict_link
+ * (CONFIG_INTEGRITY_TRUSTED_KEYRING=n, or integrity_init_keyring()
+ * passing no restriction) takes any self-signed key and so trusts any
+ * signature its owner makes.
+ */
+TEST(ima_keyring_refuses_self_signed_cert)
+{
+	struct cell cell;
+
+	ASSERT_EQ(0, read_cell(&cell));
+	if (!cell.harness)
+		SKIP(return, "not booted by the IMA selftest harness");
+	/* restrict_link_by_signature(): no CA in .builtin_trusted_keys signed it */
+	ASSERT_EQ(ENOKEY, load_cert(_metadata, "rogue.der"));
+}
+
+/* The test certificate is accepted, and loading it again is harmless. */
+TEST(ima_keyring_takes_ca_signed_cert_twice)
+{
+	struct cell cell;
+
+	ASSERT_EQ(0, read_cell(&cell));
+	if (!cell.harness)
+		SKIP(return, "not booted by the IMA selftest harness");
+	ASSERT_EQ(0, load_cert(_metadata, "ima.der"));
+	ASSERT_EQ(0, load_cert(_metadata, "ima.der"));
+}
+
+/* ---- signed files under the cell's policy ---- */
+
+FIXTURE(signed_file)
+{
+	bool skip;
+	struct cell cell;
+	char dir[DIR_MAX];
+	char path[PATH_MAX];
+	uint8_t sig[SIG_MAX];
+	size_t sig_len;
+	int kmsg;
+};
+
+FIXTURE_VARIANT(signed_file)
+{
+	/* security.ima: a file in keys/ */
+	const char *sig;
+	/* the content is the payload with "tampered\n" appended */
+	bool tampered;
+	/* the signature verifies against the content with the .ima keys */
+	bool valid;
+};
+
+/*
+ * Breaking changes: xattr_verify() treating an EVM_IMA_XATTR_DIGSIG it
+ * cannot verify as a pass (corrupt, unknown_key, changed_content), or
+ * a kernel that ignores v2 signatures' own hash algorithm and hashes
+ * with ima_hash= (good_signature fails under the default SHA-1).
+ */
+/* clang-format off */
+FIXTURE_VARIANT_ADD(signed_file, good_signature)
+{
+	.sig = "payload.good.sig",
+	.tampered = false,
+	.valid = true,
+};
+
+FIXTURE_VARIANT_ADD(signed_file, corrupt_signature)
+{
+	.sig = "payload.corrupt.sig",
+	.tampered = false,
+	.valid = false,
+};
+
+FIXTURE_VARIANT_ADD(signed_file, unknown_key)
+{
+	.sig = "payload.unknown.sig",
+	.tampered = false,
+	.valid = false,
+};
+
+FIXTURE_VARIANT_ADD(signed_file, changed_content)
+{
+	.sig = "payload.good.sig",
+	.tampered = true,
+	.valid = false,
+};
+/* clang-format on */
+
+FIXTURE_SETUP(signed_file)
+{
+	uint8_t payload[KEY_MAX];
+	size_t len;
+	int fd;
+
+	self->kmsg = -1;
+	self->skip = setup_cell(_metadata, &self->cell, self->dir, "sig");
+	if (self->skip)
+		return;
+	load_ima_key(_metadata);
+	len = read_key_file(_metadata, "payload", payload, sizeof(payload));
+	self->sig_len = read_key_file(_metadata, variant->sig, self->sig,
+				      sizeof(self->sig));
+	ASSERT_EQ(EVM_IMA_XATTR_DIGSIG, self->sig[0]);
+
+	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir,
+		 signed_name);
+	fd = open(self->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(len, write(fd, payload, len));
+	if (variant->tampered)
+		ASSERT_EQ(sizeof(tampered) - 1,
+			  write(fd, tampered, sizeof(tampered) - 1));
+	ASSERT_EQ(0, close(fd));
+	ASSERT_EQ(0,
+		  setxattr(self->path, XATTR_IMA, self->sig, self->sig_len, 0))
+	{
+		TH_LOG("setxattr %s: %s", self->path, strerror(errno));
+	}
+	self->kmsg = kmsg_open(_metadata);
+}
+
+FIXTURE_TEARDOWN(signed_file)
+{
+	if (self->kmsg >= 0)
+		close(self->kmsg);
+	if (!self->skip)
+		cleanup_dir(_metadata, self->dir, layout_files);
+}
+
+/*
+ * enforce denies a signature that does not verify; fix, log and off
+ * allow it.  No mode ever rewrites a signature: fix mode's repair
+ * excludes EVM_IMA_XATTR_DIGSIG (ima_appraise_measurement()), a kernel
+ * without that exclusion replaces it with a hash here.
+ */
+TEST_F(signed_file, read)
+{
+	if (self->skip)
+		return;
+	ASSERT_EQ(denied(&self->cell, variant->valid),
+		  test_open(self->path, O_RDONLY));
+	assert_sig_is(_metadata, self->path, self->sig, self->sig_len);
+	if (!variant->valid && self->cell.mode != MODE_OFF)
+		assert_cause(_metadata, &self->cell, self->kmsg, self->path,
+			     "invalid-signature");
+}
+
+/*
+ * A signed file is immutable in enforce mode: even with a good
+ * signature, opening it for write gets EACCES (process_measurement():
+ * MAY_WRITE on an IMA_DIGSIG file).  Elsewhere the write goes through,
+ * and the last writer's close leaves the signature alone
+ * (ima_update_xattr() skips IMA_DIGSIG): the file now fails appraisal
+ * instead of being relabelled with a hash.  Breaking changes: dropping
+ * either check.
+ */
+TEST_F(signed_file, write)
+{
+	int fd;
+
+	if (self->skip)
+		return;
+	fd = open(self->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (self->cell.mode == MODE_ENFORCE) {
+		ASSERT_EQ(-1, fd);
+		ASSERT_EQ(EACCES, errno);
+	} else {
+		ASSERT_LE(0, fd)
+		{
+			TH_LOG("%s mode: open for write: %s",
+			       mode_names[self->cell.mode], strerror(errno));
+		}
+		ASSERT_EQ(sizeof(tampered) - 1,
+			  write(fd, tampered, sizeof(tampered) - 1));
+		ASSERT_EQ(0, close(fd));
+	}
+	assert_sig_is(_metadata, self->path, self->sig, self->sig_len);
+	if (self->cell.mode == MODE_ENFORCE || self->cell.mode == MODE_OFF)
+		return;
+	/* fix and log: the content no longer matches any signature */
+	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	assert_cause(_metadata, &self->cell, self->kmsg, self->path,
+		     "invalid-signature");
+	assert_sig_is(_metadata, self->path, self->sig, self->sig_len);
+}
+
+/* ---- a signed executable ---- */
+
+/*
+ * A copy of exec_helper with the signature the harness made of the
+ * compiled binary: execve() appraises it under every policy (BPRM_CHECK
+ * in the custom one, the func-less fowner=0 rule of appraise_tcb).
+ * Breaking change: bprm appraisal that skips signature verification, or
+ * hashes the binary with ima_hash= instead of the signature's sha256.
+ */
+FIXTURE(signed_exec)
+{
+	bool skip;
+	struct cell cell;
+	char dir[DIR_MAX];
+	char path[PATH_MAX];
+	uint8_t sig[SIG_MAX];
+	size_t sig_len;
+	int kmsg;
+};
+
+FIXTURE_VARIANT(signed_exec)
+{
+	/* security.ima: a file in keys/ */
+	const char *sig;
+	/* the signature is of this binary, unaltered */
+	bool valid;
+};
+
+/* clang-format off */
+FIXTURE_VARIANT_ADD(signed_exec, good_signature)
+{
+	.sig = "exec_helper.good.sig",
+	.valid = true,
+};
+
+FIXTURE_VARIANT_ADD(signed_exec, corrupt_signature)
+{
+	.sig = "exec_helper.corrupt.sig",
+	.valid = false,
+};
+/* clang-format on */
+
+FIXTURE_SETUP(signed_exec)
+{
+	char helper[PATH_MAX];
+	size_t len;
+	void *elf;
+
+	self->kmsg = -1;
+	self->skip = setup_cell(_metadata, &self->cell, self->dir, "sig");
+	if (self->skip)
+		return;
+	load_ima_key(_metadata);
+	self->sig_len = read_key_file(_metadata, variant->sig, self->sig,
+				      sizeof(self->sig));
+	/* keys/../exec_helper: the binary the harness signed */
+	keys_path(helper, "../exec_helper");
+	elf = read_file(_metadata, helper, &len);
+	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir,
+		 signed_name);
+	create_file(_metadata, self->path, elf, len);
+	free(elf);
+	ASSERT_EQ(0,
+		  setxattr(self->path, XATTR_IMA, self->sig, self->sig_len, 0));
+	self->kmsg = kmsg_open(_metadata);
+}
+
+FIXTURE_TEARDOWN(signed_exec)
+{
+	if (self->kmsg >= 0)
+		close(self->kmsg);
+	if (!self->skip)
+		cleanup_dir(_metadata, self->dir, layout_files);
+}
+
+TEST_F(signed_exec, execve)
+{
+	if (self->skip)
+		return;
+	ASSERT_EQ(denied(&self->cell, variant->valid),
+		  test_execve(_metadata, self->path));
+	assert_sig_is(_metadata, self->path, self->sig, self->sig_len);
+	if (!variant->valid && self->cell.mode != MODE_OFF)
+		assert_cause(_metadata, &self->cell, self->kmsg, self->path,
+			     "invalid-signature");
+}
+
+/* ---- appraise_type=imasig ---- */
+
+/*
+ * Custom cells only: a rule of its own, scoped to files owned by
+ * FOWNER_IMASIG on the scratch filesystem.  The builtin policy requires
+ * signatures only for POLICY_CHECK, and loading a policy file there would
+ * replace appraise_tcb for the rest of the boot.
+ */
+FIXTURE(imasig_rule)
+{
+	bool skip;
+	struct cell cell;
+	char dir[DIR_MAX];
+	char path[PATH_MAX];
+	uint8_t before[SIG_MAX];
+	ssize_t before_len;
+	uint8_t hash[IMA_XATTR_MAX];
+	size_t hash_len;
+	int kmsg;
+};
+
+FIXTURE_VARIANT(imasig_rule)
+{
+	/* security.ima: NULL = none, "hash" = IMA's hash, else a keys/ file */
+	const char *label;
+	/* appraisal passes: the label is a good signature */
+	bool valid;
+};
+
+/*
+ * Breaking change: a kernel that ignores IMA_DIGSIG_REQUIRED
+ * (xattr_verify() accepting a hash under appraise_type=imasig) lets
+ * hash_only through in enforce and logs nothing in fix and log.
+ */
+/* clang-format off */
+FIXTURE_VARIANT_ADD(imasig_rule, hash_only)
+{
+	.label = "hash",
+	.valid = false,
+};
+
+FIXTURE_VARIANT_ADD(imasig_rule, missing)
+{
+	.label = NULL,
+	.valid = false,
+};
+
+FIXTURE_VARIANT_ADD(imasig_rule, good_signature)
+{
+	.label = "payload.good.sig",
+	.valid = true,
+};
+/* clang-format on */
+
+FIXTURE_SETUP(imasig_rule)
+{
+	uint8_t payload[KEY_MAX];
+	char rule[256], uuid[37];
+	size_t len;
+
+	self->kmsg = -1;
+	self->skip = setup_cell(_metadata, &self->cell, self->dir, "sig");
+	if (self->skip)
+		return;
+	if (self->cell.policy != POLICY_CUSTOM) {
+		self->skip = true;
+		/* imasig there is for POLICY_CHECK only; never replace it */
+		CELL_SKIP(return, "imasig rules need a custom policy, not %s",
+				policy_names[self->cell.policy]);
+	}
+	load_ima_key(_metadata);
+	scratch_fsuuid(_metadata, scratch_dir(), uuid);
+	snprintf(rule, sizeof(rule), "appraise func=FILE_CHECK fsuuid=%s %s",
+		 uuid, "fowner=" FOWNER_IMASIG_STR " appraise_type=imasig");
+	policy_add_rule(_metadata, rule);
+
+	len = read_key_file(_metadata, "payload", payload, sizeof(payload));
+	self->hash_len = ima_hash_xattr(&self->cell, payload, len, self->hash);
+	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir,
+		 signed_name);
+	create_file(_metadata, self->path, payload, len);
+	ASSERT_EQ(0, chown(self->path, FOWNER_IMASIG, 0));
+	if (removexattr(self->path, XATTR_IMA))
+		ASSERT_EQ(ENODATA, errno);
+	if (variant->label && !strcmp(variant->label, "hash")) {
+		memcpy(self->before, self->hash, self->hash_len);
+		self->before_len = self->hash_len;
+	} else if (variant->label) {
+		self->before_len = read_key_file(_metadata, variant->label,
+						 self->before,
+						 sizeof(self->before));
+	} else {
+		self->before_len = 0;
+	}
+	if (self->before_len)
+		ASSERT_EQ(0, setxattr(self->path, XATTR_IMA, self->before,
+				      self->before_len, 0));
+	self->kmsg = kmsg_open(_metadata);
+}
+
+FIXTURE_TEARDOWN(imasig_rule)
+{
+	if (self->kmsg >= 0)
+		close(self->kmsg);
+	if (self->dir[0] && self->path[0])
+		cleanup_dir(_metadata, self->dir, layout_files);
+	else if (self->dir[0])
+		EXPECT_EQ(0, rmdir(self->dir));
+}
+
+/*
+ * enforce: a hash or nothing is denied, cause=IMA-signature-required.
+ * fix: allowed, and 6.1 still writes its hash (ima_fix_xattr() runs for
+ * anything but a signature), so the file carries a hash it will never
+ * pass with in enforce.  log: allowed, unchanged.  off: not appraised.
+ */
+TEST_F(imasig_rule, read)
+{
+	if (self->skip)
+		return;
+	ASSERT_EQ(denied(&self->cell, variant->valid),
+		  test_open(self->path, O_RDONLY));
+	if (self->cell.mode == MODE_FIX && !variant->valid)
+		assert_ima_is(_metadata, self->path, self->hash,
+			      self->hash_len);
+	else if (self->before_len)
+		assert_sig_is(_metadata, self->path, self->before,
+			      self->before_len);
+	else
+		assert_no_ima(_metadata, self->path);
+	if (!variant->valid && self->cell.mode != MODE_OFF)
+		assert_cause(_metadata, &self->cell, self->kmsg, self->path,
+			     "IMA-signature-required");
+}
+
+TEST_HARNESS_MAIN
