@@ -612,7 +612,7 @@ static inline void assert_ima_after(struct __test_metadata *const _metadata,
  */
 #define AUDIT_WAIT_MS 3000
 /* How long "no record" is watched for: kauditd prints within milliseconds. */
-#define AUDIT_QUIET_MS 500
+#define AUDIT_QUIET_MS 300
 
 /* Whether this cell logs failed appraisals at all (see above). */
 static inline bool cell_audits(const struct cell *cell)

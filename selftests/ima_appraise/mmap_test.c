@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * IMA appraisal on mmap(2) with PROT_EXEC (MMAP_CHECK).
+ * IMA appraisal on mmap(2) with PROT_EXEC (MMAP_CHECK), PROT_READ under
+ * READ_IMPLIES_EXEC, mprotect(2) adding PROT_EXEC, and an exec mapping of
+ * a file that is mapped writable.
  *
  * The file is opened while its security.ima is correct, so open(2) itself
  * passes appraisal; the variant's state is set afterwards through setxattr
@@ -15,9 +17,22 @@
  *
  * Expected: enforce refuses missing/wrong with EACCES; fix maps it and
  * writes the correct digest; log and off map it and leave security.ima.
+ *
+ * <scratch>/mmap_writers.XXXXXX/
+ *     lib     root:root 0755, correct security.ima, mapped MAP_SHARED
+ *             PROT_WRITE through an O_RDWR fd before the exec mapping
+ *
+ * Broken kernels: MMAP_CHECK skipped (prot_exec, read_implies_exec),
+ * security_mmap_file() passing IMA the requested instead of the adjusted
+ * protection (read_implies_exec: "ima: Align ima_file_mmap() parameters
+ * with mmap_file LSM hook", present in 6.1.192), ima_file_mprotect()
+ * dropped (mprotect_exec: a PROT_READ mapping made executable without
+ * appraisal), mmap_violation_check() dropped (exec_while_mapped_writable).
  */
 
 #include "common.h"
+
+#include <sys/personality.h>
 
 static const char lib_name[] = "lib";
 static const char *const layout_files[] = { lib_name, NULL };
@@ -103,6 +118,77 @@ TEST_F(mmap_file, prot_exec)
 	close(kmsg);
 }
 
+/*
+ * With READ_IMPLIES_EXEC a PROT_READ mapping is executable: mmap_prot()
+ * adds PROT_EXEC, and 6.1.192's security_mmap_file() hands IMA that
+ * adjusted protection, so the mapping is appraised as PROT_EXEC.
+ */
+TEST_F(mmap_file, read_implies_exec)
+{
+	int kmsg, ret;
+	void *p;
+
+	if (self->skip)
+		return;
+	/* Each test runs in a child of its own: nothing to restore. */
+	ASSERT_LE(0, personality(personality(0xffffffff) | READ_IMPLIES_EXEC));
+	kmsg = kmsg_open(_metadata);
+	p = mmap(NULL, self->len, PROT_READ, MAP_PRIVATE, self->fd, 0);
+	ret = p == MAP_FAILED ? errno : 0;
+	ASSERT_EQ(expected_errno(&self->cell, variant->state), ret)
+	{
+		TH_LOG("mmap(PROT_READ) with READ_IMPLIES_EXEC %s: %s",
+		       self->path, strerror(ret));
+	}
+	if (!ret)
+		munmap(p, self->len);
+	assert_ima_after(_metadata, &self->cell, self->path, variant->state,
+			 self->good);
+	assert_audited(_metadata, &self->cell, kmsg, self->path,
+		       variant->state);
+	close(kmsg);
+}
+
+/*
+ * mprotect(PROT_EXEC) on a PROT_READ mapping cannot be appraised
+ * (mmap_lock is held), so ima_file_mprotect() refuses it with EPERM for
+ * any file an MMAP_CHECK appraise rule covers, whatever its label and in
+ * every mode where IMA_APPRAISE is in ima_policy_flag: enforce, fix and
+ * log, and under appraise_tcb even off.  It audits cause=failed-mprotect
+ * and never appraises, so fix mode repairs nothing here.  Only off under
+ * a custom policy lets the mapping become executable.
+ */
+TEST_F(mmap_file, mprotect_exec)
+{
+	int kmsg, ret, want = cell_audits(&self->cell) ? EPERM : 0;
+	struct cell unfixed = self->cell;
+	void *p;
+
+	if (self->skip)
+		return;
+	p = mmap(NULL, self->len, PROT_READ, MAP_PRIVATE, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p)
+	{
+		TH_LOG("mmap(PROT_READ) %s: %s", self->path, strerror(errno));
+	}
+	kmsg = kmsg_open(_metadata);
+	ret = mprotect(p, self->len, PROT_READ | PROT_EXEC) ? errno : 0;
+	munmap(p, self->len);
+	ASSERT_EQ(want, ret)
+	{
+		TH_LOG("%s mode, %s policy: mprotect(+PROT_EXEC) of %s: %s",
+		       mode_names[self->cell.mode],
+		       policy_names[self->cell.policy], self->path,
+		       strerror(ret));
+	}
+	assert_cause_logged(_metadata, &self->cell, kmsg, self->path,
+			    "cause=failed-mprotect");
+	close(kmsg);
+	unfixed.mode = MODE_LOG;
+	assert_ima_after(_metadata, &unfixed, self->path, variant->state,
+			 self->good);
+}
+
 /* Without PROT_EXEC the MMAP_CHECK rules do not apply. */
 TEST_F(mmap_file, prot_read)
 {
@@ -116,6 +202,105 @@ TEST_F(mmap_file, prot_read)
 		TH_LOG("mmap(PROT_READ) %s: %s", self->path, strerror(errno));
 	}
 	munmap(p, self->len);
+}
+
+FIXTURE(mmap_writers)
+{
+	bool skip;
+	struct cell cell;
+	char dir[DIR_MAX];
+	char path[PATH_MAX];
+	uint8_t good[IMA_XATTR_MAX];
+	size_t good_len;
+	size_t len;
+};
+
+FIXTURE_SETUP(mmap_writers)
+{
+	char page[4096];
+
+	self->skip =
+		setup_cell(_metadata, &self->cell, self->dir, "mmap_writers");
+	if (self->skip)
+		return;
+	memset(page, 0xc3, sizeof(page));
+	self->len = sizeof(page);
+	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, lib_name);
+	create_file(_metadata, self->path, page, self->len);
+	self->good_len =
+		ima_hash_xattr(&self->cell, page, self->len, self->good);
+	set_ima_state(_metadata, self->path, STATE_CORRECT, self->good);
+}
+
+FIXTURE_TEARDOWN(mmap_writers)
+{
+	if (!self->skip)
+		cleanup_dir(_metadata, self->dir, layout_files);
+}
+
+/*
+ * A correctly labelled file that is mapped writable (MAP_SHARED) must not
+ * be mapped executable: its contents can change under the appraisal.
+ * mmap_violation_check() fails it with cause=mmapped_writers, but only for
+ * func == MMAP_CHECK: under the custom policy's func=MMAP_CHECK rule it is
+ * denied (EACCES) in enforce, allowed and audited in fix and log, and
+ * nothing at all when off.  Under appraise_tcb the func-less "appraise
+ * fowner=0" turns the hook into FILE_CHECK, so the check never fires and
+ * the mapping is allowed silently in every mode.  Once the writable
+ * mapping is gone the exec mapping is allowed everywhere.
+ */
+TEST_F(mmap_writers, exec_while_mapped_writable)
+{
+	bool checked = self->cell.policy == POLICY_CUSTOM &&
+		       self->cell.mode != MODE_OFF;
+	int rw, ro, kmsg, ret, want;
+	char name[PATH_MAX + 8];
+	void *w;
+
+	if (self->skip)
+		return;
+	rw = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, rw)
+	{
+		TH_LOG("open %s O_RDWR: %s", self->path, strerror(errno));
+	}
+	w = mmap(NULL, self->len, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
+	ASSERT_NE(MAP_FAILED, w);
+	ro = open(self->path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, ro);
+
+	kmsg = kmsg_open(_metadata);
+	ret = test_mmap_exec(ro, self->len);
+	want = checked && self->cell.mode == MODE_ENFORCE ? EACCES : 0;
+	ASSERT_EQ(want, ret)
+	{
+		TH_LOG("%s mode, %s policy: exec mapping of writably mapped %s: %s",
+		       mode_names[self->cell.mode],
+		       policy_names[self->cell.policy], self->path,
+		       strerror(ret));
+	}
+	snprintf(name, sizeof(name), "name=\"%s\"", self->path);
+	if (checked) {
+		ASSERT_TRUE(kmsg_wait_for(kmsg, "cause=mmapped_writers", name))
+		{
+			TH_LOG("%s mode: no cause=mmapped_writers record for %s",
+			       mode_names[self->cell.mode], self->path);
+		}
+	} else {
+		ASSERT_FALSE(kmsg_wait_ms(kmsg, "cause=mmapped_writers", name,
+					  AUDIT_QUIET_MS));
+	}
+	close(kmsg);
+
+	ASSERT_EQ(0, munmap(w, self->len));
+	ASSERT_EQ(0, close(rw));
+	ASSERT_EQ(0, test_mmap_exec(ro, self->len))
+	{
+		TH_LOG("exec mapping of %s refused after the writer is gone",
+		       self->path);
+	}
+	ASSERT_EQ(0, close(ro));
+	assert_ima_is(_metadata, self->path, self->good, self->good_len);
 }
 
 TEST_HARNESS_MAIN

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * IMA appraisal on open(2): a root-owned file with no, a wrong or the
- * correct security.ima, opened for reading and for writing.
+ * correct security.ima, opened for reading, writing, both, and O_TRUNC.
  *
  * Layout, one per test, on the scratch ext4 filesystem:
  *
@@ -9,10 +9,23 @@
  *     data    root:root 0755, security.ima as the variant says
  *
  * Expected, whatever the policy source (builtin, legacy or custom):
- *   enforce: missing/wrong -> EACCES, security.ima untouched
- *   fix:     allowed, security.ima rewritten to the correct digest
- *   log:     allowed, security.ima untouched
- *   off:     allowed, security.ima untouched
+ *   enforce: missing/wrong -> EACCES + audit cause=, security.ima untouched
+ *   fix:     allowed, security.ima rewritten to the exact correct value
+ *            (01 <sha1>, or 04 04 <sha256> with ima_hash=sha256) + audit
+ *   log:     allowed, security.ima untouched + audit
+ *   off:     allowed, security.ima untouched, no audit record under a
+ *            custom policy (under appraise_tcb off still appraises and
+ *            logs, see common.h)
+ *
+ * The *_other_algo variants label the file with a digest of the algorithm
+ * the cell does not use (sha256 in a SHA-1 cell and the reverse): IMA
+ * re-hashes with the algorithm of the xattr it finds (ima_get_hash_algo()),
+ * so fix mode repairs a wrong one in that algorithm, not in ima_hash=.
+ *
+ * Broken kernels: FILE_CHECK not appraised (every bad-file open succeeds
+ * in enforce), fix mode that does not write or writes a digest of the
+ * wrong algorithm or length, log mode treated as off (no audit record),
+ * an O_TRUNC that truncates before appraisal denies the open.
  */
 
 #include "common.h"
@@ -34,6 +47,8 @@ FIXTURE_VARIANT(open_file)
 {
 	/* security.ima when the test opens the file */
 	enum ima_state state;
+	/* labelled with the digest algorithm the cell does not default to */
+	bool other_algo;
 };
 
 /* clang-format off */
@@ -51,16 +66,35 @@ FIXTURE_VARIANT_ADD(open_file, correct_hash)
 {
 	.state = STATE_CORRECT,
 };
+
+FIXTURE_VARIANT_ADD(open_file, wrong_hash_other_algo)
+{
+	.state = STATE_WRONG,
+	.other_algo = true,
+};
+
+FIXTURE_VARIANT_ADD(open_file, correct_hash_other_algo)
+{
+	.state = STATE_CORRECT,
+	.other_algo = true,
+};
 /* clang-format on */
 
 FIXTURE_SETUP(open_file)
 {
+	struct cell algo_cell;
+
 	self->skip = setup_cell(_metadata, &self->cell, self->dir, "open");
 	if (self->skip)
 		return;
 	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
 	create_file(_metadata, self->path, contents, sizeof(contents) - 1);
-	ima_hash_xattr(&self->cell, contents, sizeof(contents) - 1, self->good);
+	algo_cell = self->cell;
+	if (variant->other_algo)
+		algo_cell.hash_algo = self->cell.hash_algo == HASH_ALGO_SHA1 ?
+					      HASH_ALGO_SHA256 :
+					      HASH_ALGO_SHA1;
+	ima_hash_xattr(&algo_cell, contents, sizeof(contents) - 1, self->good);
 	set_ima_state(_metadata, self->path, variant->state, self->good);
 }
 
@@ -70,17 +104,32 @@ FIXTURE_TEARDOWN(open_file)
 		cleanup_dir(_metadata, self->dir, layout_files);
 }
 
-/* Opens the file with flags and checks the verdict, the xattr and the log. */
+/*
+ * Opens the file with flags and checks the verdict, the xattr and the log.
+ *
+ * A wrong label of the other algorithm is repaired in that algorithm, but
+ * if the file is open for writing the repair itself (a setxattr: a new
+ * i_version) makes the close a last writer's that "changed" the file, and
+ * ima_update_xattr() relabels it with ima_hash_algo: the cell's algorithm.
+ */
 static void check_open(struct __test_metadata *const _metadata,
 		       FIXTURE_DATA(open_file) * self,
 		       const FIXTURE_VARIANT(open_file) * variant, int flags)
 {
 	int kmsg = kmsg_open(_metadata);
+	const uint8_t *good = self->good;
+	uint8_t relabelled[IMA_XATTR_MAX];
 
+	if (variant->other_algo && variant->state == STATE_WRONG &&
+	    self->cell.mode == MODE_FIX && (flags & O_ACCMODE) != O_RDONLY) {
+		ima_hash_xattr(&self->cell, contents, sizeof(contents) - 1,
+			       relabelled);
+		good = relabelled;
+	}
 	ASSERT_EQ(expected_errno(&self->cell, variant->state),
 		  test_open(self->path, flags));
 	assert_ima_after(_metadata, &self->cell, self->path, variant->state,
-			 self->good);
+			 good);
 	assert_audited(_metadata, &self->cell, kmsg, self->path,
 		       variant->state);
 	close(kmsg);
@@ -97,6 +146,63 @@ TEST_F(open_file, write)
 {
 	if (!self->skip)
 		check_open(_metadata, self, variant, O_WRONLY);
+}
+
+TEST_F(open_file, read_write)
+{
+	if (!self->skip)
+		check_open(_metadata, self, variant, O_RDWR);
+}
+
+/*
+ * O_TRUNC on an existing file: do_open() calls ima_file_check() before
+ * handle_truncate(), so the appraisal sees the old contents.  A file with
+ * a bad label is denied in enforce and keeps its contents (it is not an
+ * O_CREAT-ed file: FMODE_CREATED, hence IMA_NEW_FILE, is unset and a
+ * missing hash is not excused).  Where the open is allowed, the file is
+ * truncated, and the close is the last writer's: ima_update_xattr() labels
+ * the now empty file with the cell's algorithm -- but only if the open's
+ * appraisal passed (a correct label, or fix mode repaired it); in log mode
+ * a failed appraisal leaves the old label, and with IMA off (custom
+ * policy) nothing at all is updated, so even a correct label goes stale.
+ */
+TEST_F(open_file, trunc)
+{
+	bool denied = expected_errno(&self->cell, variant->state);
+	bool passed = variant->state == STATE_CORRECT ||
+		      self->cell.mode == MODE_FIX;
+	uint8_t empty[IMA_XATTR_MAX];
+	size_t empty_len, len;
+	struct stat st;
+	int kmsg;
+
+	if (self->skip)
+		return;
+	kmsg = kmsg_open(_metadata);
+	ASSERT_EQ(denied ? EACCES : 0,
+		  test_open(self->path, O_WRONLY | O_TRUNC));
+	ASSERT_EQ(0, stat(self->path, &st));
+	len = denied ? sizeof(contents) - 1 : 0;
+	ASSERT_EQ(len, st.st_size)
+	{
+		TH_LOG("%s mode: %s is %lld bytes after O_TRUNC, expected %zu",
+		       mode_names[self->cell.mode], self->path,
+		       (long long)st.st_size, len);
+	}
+	assert_audited(_metadata, &self->cell, kmsg, self->path,
+		       variant->state);
+	close(kmsg);
+	if (!denied && passed && cell_audits(&self->cell)) {
+		empty_len = ima_hash_xattr(&self->cell, "", 0, empty);
+		assert_ima_is(_metadata, self->path, empty, empty_len);
+	} else {
+		/* denied, failed in log mode, or IMA off: the old label */
+		struct cell unfixed = self->cell;
+
+		unfixed.mode = MODE_LOG;
+		assert_ima_after(_metadata, &unfixed, self->path,
+				 variant->state, self->good);
+	}
 }
 
 TEST_HARNESS_MAIN
