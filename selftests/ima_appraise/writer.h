@@ -11,6 +11,7 @@
 #include "common.h"
 
 #define LOCKDEP_STATS "/proc/lockdep_stats"
+#define LOCKDEP_CLASSES "/proc/lockdep"
 
 /*
  * Whether IMA appraises at all in this cell, and so labels a file it
@@ -120,6 +121,31 @@ static inline void assert_lockdep_quiet(struct __test_metadata *const _metadata)
 }
 
 /*
+ * Whether /proc/lockdep lists a direct dependency from a regular file's
+ * i_rwsem class ("&sb->s_type->i_mutex_key", "#<n>" per filesystem type;
+ * directories have i_mutex_dir_key) to "&mm->mmap_lock".
+ */
+static inline bool lockdep_knows_i_rwsem_mmap_lock(void)
+{
+	bool in_i_rwsem = false, found = false;
+	char line[512];
+	FILE *f;
+
+	f = fopen(LOCKDEP_CLASSES, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, " -> ", 4))
+			found = in_i_rwsem && strstr(line, "&mm->mmap_lock");
+		else if (line[0] != '\n')
+			in_i_rwsem = strstr(line, "i_mutex_key") &&
+				     !strstr(line, "i_mutex_dir_key");
+	}
+	fclose(f);
+	return found;
+}
+
+/*
  * Teaches lockdep the VFS order i_rwsem -> mmap_lock, so that a final
  * fput() run under mmap_lock (ima_file_free() -> iint->mutex -> i_rwsem)
  * shows as the circular dependency it is even if nothing else in the boot
@@ -168,6 +194,11 @@ lockdep_learn_i_rwsem_mmap_lock(struct __test_metadata *const _metadata,
 	ASSERT_EQ('L', buf[page - 1]);
 	ASSERT_EQ(0, close(fd));
 	ASSERT_EQ(0, munmap(buf, page));
+	ASSERT_TRUE(lockdep_knows_i_rwsem_mmap_lock())
+	{
+		TH_LOG("%s lists no i_rwsem -> mmap_lock dependency: lockdep could not see a final fput under mmap_lock",
+		       LOCKDEP_CLASSES);
+	}
 }
 
 #endif /* _IMA_APPRAISE_WRITER_H */
