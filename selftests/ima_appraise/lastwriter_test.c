@@ -256,6 +256,46 @@ TEST_F(last_writer, new_file_no_write)
 }
 
 /*
+ * O_TMPFILE, written, linked in, closed.  No ima_file_check() for this
+ * open: ima_post_create_tmpfile() asks the policy for FILE_CHECK with mask
+ * MAY_ACCESS and, if the file is in, sets IMA_UPDATE_XATTR and a passed
+ * status, so the close labels it.  The builtin policy's mask-less
+ * "appraise fowner=0" matches (off included, see cell_appraises()); the
+ * custom rules are mask=^MAY_READ / ^MAY_WRITE, which MAY_ACCESS does
+ * not contain: the file is not labelled there (and is then unreadable in
+ * enforce).  Fails under the builtin policy on a kernel whose
+ * ima_post_create_tmpfile() no longer sets IMA_UPDATE_XATTR, and under a
+ * custom one on a kernel that labels files outside the policy.
+ */
+TEST_F(last_writer, tmpfile_linked)
+{
+	char proc[64];
+	int fd;
+
+	if (self->skip)
+		return;
+	fd = open(self->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("O_TMPFILE in %s: %s", self->dir, strerror(errno));
+	}
+	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ASSERT_EQ(0, linkat(AT_FDCWD, proc, AT_FDCWD, self->new_path,
+			    AT_SYMLINK_FOLLOW))
+	{
+		TH_LOG("linkat %s: %s", proc, strerror(errno));
+	}
+	ASSERT_EQ(0, close(fd));
+	if (self->cell.policy == POLICY_CUSTOM)
+		assert_no_ima(_metadata, self->new_path);
+	else
+		assert_labelled_after_close(_metadata, &self->cell,
+					    self->new_path, NEW_CONTENTS, NULL,
+					    0);
+}
+
+/*
  * How a new file is changed before it is reopened, in the new_file
  * tests: nothing, fchmod() or fchown() (group only: root still owns it,
  * it stays in policy) through the still open descriptor.
