@@ -706,6 +706,22 @@ static inline void assert_audited(struct __test_metadata *const _metadata,
 						      "cause=invalid-hash");
 }
 
+/* ---- files installed next to the test programs ---- */
+
+/* path = <directory of this program>/name (exec_helper, keys/...). */
+static inline void sibling_path(char path[PATH_MAX], const char *name)
+{
+	char exe[PATH_MAX - 256];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	exe[len > 0 ? len : 0] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(path, PATH_MAX, "%s/%s", slash ? exe : ".", name);
+}
+
 /* ---- the scratch filesystem and the custom policy ---- */
 
 static const char *scratch_dir(void)

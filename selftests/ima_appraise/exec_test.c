@@ -26,8 +26,6 @@
 
 #include "common.h"
 
-#include <libgen.h>
-
 static const char prog_name[] = "prog";
 static const char *const layout_files[] = { prog_name, NULL };
 static const char script_name[] = "script";
@@ -66,18 +64,6 @@ FIXTURE_VARIANT_ADD(exec_file, correct_hash)
 };
 /* clang-format on */
 
-/* exec_helper sits next to this test's own binary. */
-static void helper_path(struct __test_metadata *const _metadata,
-			char path[PATH_MAX])
-{
-	char self_exe[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", self_exe, PATH_MAX - 1);
-
-	ASSERT_LT(0, len);
-	self_exe[len] = '\0';
-	snprintf(path, PATH_MAX, "%s/exec_helper", dirname(self_exe));
-}
-
 FIXTURE_SETUP(exec_file)
 {
 	char helper[PATH_MAX];
@@ -87,7 +73,7 @@ FIXTURE_SETUP(exec_file)
 	self->skip = setup_cell(_metadata, &self->cell, self->dir, "exec");
 	if (self->skip)
 		return;
-	helper_path(_metadata, helper);
+	sibling_path(helper, "exec_helper");
 	elf = read_file(_metadata, helper, &len);
 	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, prog_name);
 	create_file(_metadata, self->path, elf, len);
@@ -185,7 +171,7 @@ FIXTURE_SETUP(exec_script)
 	self->skip = setup_cell(_metadata, &self->cell, self->dir, "script");
 	if (self->skip)
 		return;
-	helper_path(_metadata, helper);
+	sibling_path(helper, "exec_helper");
 	elf = read_file(_metadata, helper, &len);
 	snprintf(self->interp, sizeof(self->interp), "%s/%s", self->dir,
 		 interp_name);

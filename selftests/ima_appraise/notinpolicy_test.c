@@ -32,7 +32,6 @@
 
 #include "common.h"
 
-#include <libgen.h>
 #include <sys/mount.h>
 
 static const char prog_name[] = "prog";
@@ -81,18 +80,6 @@ FIXTURE_VARIANT_ADD(not_in_policy, tmpfs_wrong_hash)
 };
 /* clang-format on */
 
-/* exec_helper sits next to this test's own binary. */
-static void helper_path(struct __test_metadata *const _metadata,
-			char path[PATH_MAX])
-{
-	char self_exe[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", self_exe, PATH_MAX - 1);
-
-	ASSERT_LT(0, len);
-	self_exe[len] = '\0';
-	snprintf(path, PATH_MAX, "%s/exec_helper", dirname(self_exe));
-}
-
 FIXTURE_SETUP(not_in_policy)
 {
 	uint8_t wrong[IMA_XATTR_MAX];
@@ -104,7 +91,7 @@ FIXTURE_SETUP(not_in_policy)
 		setup_cell(_metadata, &self->cell, self->dir, "notinpolicy");
 	if (self->skip)
 		return;
-	helper_path(_metadata, helper);
+	sibling_path(helper, "exec_helper");
 	elf = read_file(_metadata, helper, &self->len);
 	ima_hash_xattr(&self->cell, elf, self->len, self->good);
 

@@ -24,15 +24,10 @@ typedef int32_t key_serial_t;
 /* Path of file name in the keys/ directory next to this program. */
 static inline void keys_path(char path[PATH_MAX], const char *name)
 {
-	char exe[PATH_MAX - 64];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
+	char rel[255];
 
-	exe[len > 0 ? len : 0] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
-	snprintf(path, PATH_MAX, "%s/%s/%s", slash ? exe : ".", KEYS_DIR, name);
+	snprintf(rel, sizeof(rel), "%s/%s", KEYS_DIR, name);
+	sibling_path(path, rel);
 }
 
 /* Reads keys/<name> into buf; returns its length. */
