@@ -187,8 +187,9 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
             done_count[0] += 1
             n = result.counts()
             log(f"[{done_count[0]:>3}/{len(cells)}] {cell.id:<40} {result.status:<7} "
-                f"{n['pass']} passed, {n['fail']} failed, {n['skip']} skipped "
-                f"({result.duration_s:.1f}s){'  ' + result.reason.splitlines()[0] if result.reason else ''}")
+                f"{n['pass']} passed, {n['fail']} failed, {n['skip']} skipped"
+                + "".join(f", {n[k]} {k}" for k in ("xfail", "xpass") if n[k])
+                + f" ({result.duration_s:.1f}s){'  ' + result.reason.splitlines()[0] if result.reason else ''}")
         return result
 
     log(f"booting {len(cells)} cell(s), {jobs} at a time")
