@@ -152,8 +152,10 @@ def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat,
                         "not mounted; see console.log)" if run.exit_code == 125 else
                         f"make run_tests exited {run.exit_code}")
     expected_ids = {c.id for c in expected}
+    # A program exits non-zero when a case fails, expectedly (xfail) or not:
+    # its own results account for that.
     failed_suites = {t.name.split("/")[0] for t in tests
-                     if t.name in expected_ids and t.status in ("fail", "xpass")}
+                     if t.name in expected_ids and t.status in ("fail", "xpass", "xfail")}
     problems += [f"{s.name}: {s.status} {s.reason}".strip() for s in run.suites
                  if s.status in ("fail", "timeout") and s.name not in failed_suites]
     problems += [f"{t.name}: failed, and is not in the sources (harness/cases.py missed it?)"

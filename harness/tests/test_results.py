@@ -147,6 +147,8 @@ def test_known_failures_are_xfail_and_unexpected_passes_xpass() -> None:
         "ok 1 exec_file.missing_hash.execve", "not ok 1 exec_file.missing_hash.execve")
     r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg", known=known)
     assert r.test("exec_test/exec_file.missing_hash.execve").status == "xfail"
+    # The program's failed exit is accounted for by its xfail: no problem.
+    assert not any(p.startswith("exec_test") for p in r.problems)
     assert r.test("exec_test/exec_file.missing_hash.execve").reason.startswith(
         "known failure: known bug in 6.1.192")
     xpass = r.test("exec_test/exec_file.wrong_hash.execve")
@@ -160,4 +162,16 @@ def test_a_skip_the_cell_explains_is_no_problem() -> None:
         "ok 1 exec_file.missing_hash.execve # SKIP not for this cell: needs a custom policy")
     r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg")
     assert r.test("exec_test/exec_file.missing_hash.execve").status == "skip"
+    assert (r.status, r.problems) == ("pass", ())
+
+
+def test_a_program_failing_only_on_known_failures_passes_its_cell() -> None:
+    console = real("real_aarch64_fix_custom_pass.log").replace(
+        "ok 1 exec_file.missing_hash.execve", "not ok 1 exec_file.missing_hash.execve")
+    console = console.replace("ok 2 selftests: ima_appraise: exec_test",
+                              "not ok 2 selftests: ima_appraise: exec_test # exit=1")
+    assert "not ok 2 selftests: ima_appraise: exec_test # exit=1" in console
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg",
+                         known=lambda n: "bug" if n == "exec_test/exec_file.missing_hash.execve"
+                         else None)
     assert (r.status, r.problems) == ("pass", ())
