@@ -14,6 +14,7 @@ import pytest
 from . import cases as cases_mod, matrix as matrix_mod, runner
 from .errors import HarnessError
 from .results import summary_table
+from .status import FAILING
 
 REPO = Path(__file__).resolve().parent.parent
 _MATRIX = pytest.StashKey()
@@ -160,7 +161,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     failed: dict[str, list[str]] = {}
     for c in run.cells:
         for t in c.tests:
-            if t.status in ("fail", "xpass"):
+            if t.status in FAILING:
                 failed.setdefault(f"{t.name} ({t.status})", []).append(c.cell.id)
     if failed:
         terminalreporter.write_line(f"tests that failed ({len(failed)}), and in how many cells:")

@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .status import Status
+
 BEGIN_MARKER = "<<< ima-selftest begin >>>"
 NO_RESULT = "no result line (guest crashed or was killed)"
 
@@ -52,14 +54,15 @@ _SUITE_HEADER = re.compile(r"# (selftests: .*)")
 
 # First word of a result directive -> status; any other directive (e.g.
 # "exit=1", "error ...") leaves the status to "ok"/"not ok" and is the reason.
-_CASE_DIRECTIVES = {"SKIP": "skip", "XFAIL": "xfail", "TODO": "xfail", "XPASS": "xpass"}
-_SUITE_DIRECTIVES = {"SKIP": "skip", "TIMEOUT": "timeout"}
+_CASE_DIRECTIVES = {"SKIP": Status.SKIP, "XFAIL": Status.XFAIL, "TODO": Status.XFAIL,
+                    "XPASS": Status.XPASS}
+_SUITE_DIRECTIVES = {"SKIP": Status.SKIP, "TIMEOUT": Status.TIMEOUT}
 
 
 @dataclass(frozen=True)
 class CaseResult:
     name: str                   # "appraise.missing_hash.read"
-    status: str                 # pass|fail|skip|xfail|xpass
+    status: Status              # one of status.CASE_STATUSES
     reason: str = ""            # directive text, e.g. "not booted by the harness"
     log: tuple[str, ...] = ()   # the case's diagnostic lines, "# " removed
 
@@ -67,7 +70,7 @@ class CaseResult:
 @dataclass(frozen=True)
 class SuiteResult:
     name: str                   # "open_test"
-    status: str                 # pass|fail|skip|timeout
+    status: Status              # one of status.PROGRAM_STATUSES
     reason: str
     planned: int | None         # the binary's "1..N", None if not seen
     cases: tuple[CaseResult, ...]
@@ -122,12 +125,12 @@ def extract_section(console: str) -> list[str]:
     return section[0] if section else []
 
 
-def _result(ok: bool, directive: str, statuses: dict[str, str]) -> tuple[str, str]:
+def _result(ok: bool, directive: str, statuses: dict[str, Status]) -> tuple[Status, str]:
     """(status, reason) of a result line."""
     word, _, rest = directive.partition(" ")
     status = statuses.get(word.upper())
     if status is None:
-        return ("pass" if ok else "fail"), directive
+        return (Status.PASS if ok else Status.FAIL), directive
     return status, rest.strip()
 
 
@@ -166,8 +169,8 @@ class _OpenSuite:
             elif not ((m := _RAN.fullmatch(text)) and m[1] == self.running):
                 self.log.append(text)
 
-    def close(self, status: str, reason: str) -> SuiteResult:
-        if status == "skip" and not reason:
+    def close(self, status: Status, reason: str) -> SuiteResult:
+        if status == Status.SKIP and not reason:
             reason = self.skip_reason
         return SuiteResult(self.name, status, reason, self.planned, tuple(self.cases))
 
@@ -184,17 +187,17 @@ def parse(console: str) -> GuestRun:
             name = _suite_name(m[3])
             if current is None or current.name != name:
                 if current:
-                    suites.append(current.close("fail", NO_RESULT))
+                    suites.append(current.close(Status.FAIL, NO_RESULT))
                 current = _OpenSuite(name)
             suites.append(current.close(*_result(not m[1], m[4] or "", _SUITE_DIRECTIVES)))
             current = None
         elif m := _SUITE_HEADER.fullmatch(line):
             if current:
-                suites.append(current.close("fail", NO_RESULT))
+                suites.append(current.close(Status.FAIL, NO_RESULT))
             current = _OpenSuite(_suite_name(m[1]))
         elif current and (line == "#" or line.startswith("# ")):
             current.feed(line[2:])
     if current:
-        suites.append(current.close("fail", NO_RESULT))
+        suites.append(current.close(Status.FAIL, NO_RESULT))
     return GuestRun(began=True, ended=exit_code is not None,
                     exit_code=exit_code, suites=tuple(suites))

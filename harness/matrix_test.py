@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from .status import Status
+
 
 def _detail(result, test) -> str:
     lines = [f"{test.name} in {result.cell.id}: {test.reason or test.status}"]
@@ -15,18 +17,18 @@ def _detail(result, test) -> str:
 def test_case(cell_case, matrix_run) -> None:
     cell, case = cell_case
     result = matrix_run.result(cell)
-    if result.status == "error":
+    if result.status == Status.ERROR:
         first = result.reason.splitlines()[0] if result.reason else ""
         pytest.fail(f"{cell.id} could not boot ({first}); details in test_boot[{cell.id}]",
                     pytrace=False)
     test = result.test(case.id)
-    if test.status == "skip":
+    if test.status == Status.SKIP:
         pytest.skip(f"{case.id}: {test.reason}")
-    if test.status == "xfail":
+    if test.status == Status.XFAIL:
         pytest.xfail(test.reason)
-    if test.status == "xpass":
+    if test.status == Status.XPASS:
         pytest.fail(f"XPASS {case.id} in {cell.id}: {test.reason}", pytrace=False)
-    if test.status != "pass":
+    if test.status != Status.PASS:
         pytest.fail(_detail(result, test), pytrace=False)
 
 

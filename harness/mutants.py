@@ -22,7 +22,8 @@ from pathlib import Path
 
 from .errors import ConfigError
 from .matrix import Variant
-from .results import CellResult
+from .results import NO_RESULT_PREFIX, CellResult
+from .status import FAILING, Status
 
 _TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in):\s*(.*?)\s*$")
 
@@ -86,13 +87,13 @@ def failures(cells: list[CellResult]) -> list[tuple[str, str]]:
     for c in cells:
         # A test with no result line (crash, timeout) proves nothing about it.
         found += [(t.name, c.cell.id) for t in c.tests
-                  if t.status in ("fail", "xpass") and not t.reason.startswith("no result")]
+                  if t.status in FAILING and not t.reason.startswith(NO_RESULT_PREFIX)]
         found += [(f"splat:{s.kind}", c.cell.id) for s in c.splats]
     return found
 
 
 def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult]) -> Verdict:
-    errors = [c for c in cells if c.status == "error"]
+    errors = [c for c in cells if c.status == Status.ERROR]
     if errors or not cells:
         why = errors[0].reason.splitlines()[0] if errors else "no cells ran"
         return Verdict(variant, False, (f"not tested: {why}",))

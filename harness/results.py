@@ -3,6 +3,7 @@ results.json, JUnit XML and the summary table."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,14 +14,13 @@ from .cases import Case
 from .matrix import Cell
 from .qemu import BootOutcome
 from .splats import Splat
-
-CELL_STATUSES = ("pass", "fail", "timeout", "panic", "error")
+from .status import CASE_STATUSES, CELL_STATUSES, FAILING, Status
 
 
 @dataclass(frozen=True)
 class TestResult:
     name: str               # "<program>/<case>", e.g. "open_test/open_file.missing_hash.read"
-    status: str             # pass|fail|skip|xfail|xpass
+    status: Status          # one of CASE_STATUSES
     reason: str = ""
     log: tuple[str, ...] = ()
 
@@ -29,7 +29,7 @@ class TestResult:
 class CellResult:
     cell: Cell
     accel: str
-    status: str
+    status: Status          # one of CELL_STATUSES
     reason: str
     duration_s: float
     splats: tuple[Splat, ...] = ()
@@ -39,7 +39,7 @@ class CellResult:
     problems: tuple[str, ...] = ()  # boot-level failures (see _boot_problems)
 
     def counts(self) -> dict[str, int]:
-        counts = {s: 0 for s in ("pass", "fail", "skip", "xfail", "xpass")}
+        counts = {s: 0 for s in CASE_STATUSES}
         for t in self.tests:
             counts[t.status] += 1
         return counts
@@ -59,21 +59,26 @@ class CellResult:
 
 
 def error_cell(cell: Cell, reason: str, accel: str = "none") -> CellResult:
-    return CellResult(cell, accel, "error", reason, 0.0, problems=(reason,))
+    return CellResult(cell, accel, Status.ERROR, reason, 0.0, problems=(reason,))
+
+
+# How the reason of a case with no result line starts (mutants.py: such a
+# failure proves nothing about the case itself).
+NO_RESULT_PREFIX = "no result"
 
 
 def _why_missing(outcome: BootOutcome, run: ktap.GuestRun, suite: str,
                  found: list[Splat]) -> str:
     if outcome.timed_out:
-        return f"no result: the guest was killed at the {outcome.duration_s:.0f}s timeout"
+        return f"{NO_RESULT_PREFIX}: the guest was killed at the {outcome.duration_s:.0f}s timeout"
     if any(s.kind == "panic" for s in found):
-        return "no result: the kernel panicked"
+        return f"{NO_RESULT_PREFIX}: the kernel panicked"
     if not run.began:
-        return "no result: the suite never started (see console.log)"
+        return f"{NO_RESULT_PREFIX}: the suite never started (see console.log)"
     s = next((s for s in run.suites if s.name == suite), None)
     if s is None:
-        return f"no result: {suite} never ran"
-    return f"no result line from {suite} ({s.status}{': ' + s.reason if s.reason else ''})"
+        return f"{NO_RESULT_PREFIX}: {suite} never ran"
+    return f"{NO_RESULT_PREFIX} line from {suite} ({s.status}{': ' + s.reason if s.reason else ''})"
 
 
 # A SKIP whose reason starts so is the cell's own choice (CELL_SKIP in
@@ -81,16 +86,41 @@ def _why_missing(outcome: BootOutcome, run: ktap.GuestRun, suite: str,
 # SKIP in a harness guest means it lacks something, and fails the cell.
 CELL_SKIP_PREFIX = "not for this cell: "
 
+# runner.sh's directive for a program that exited with KSFT_FAIL.
+_KSFT_FAIL = "exit=1"
 
-def _expect(t: TestResult, why: str | None) -> TestResult:
-    """t judged against a known failure (why: its reason, None if none)."""
+
+# How kselftest_harness.h reports a case that did not end by its own
+# verdict (__wait_for_test()): killed by its timeout, by a signal, or by
+# abort().  Such a `not ok` is a crash, not the failure a known-failure
+# entry expects.
+_CRASHED = re.compile(r": Test (terminated by timeout|terminated unexpectedly by signal \d+|"
+                      r"terminated by assertion|ended in some other way.*)$")
+
+
+def crash_of(t: TestResult) -> str | None:
+    """How a failed case crashed (its harness line), or None if it failed by
+    its own checks."""
+    return next((line.strip() for line in t.log if _CRASHED.search(line)), None)
+
+
+def _expect(t: TestResult, why: str | None, missing: bool) -> TestResult:
+    """t judged against a known failure (why: its reason, None if none).
+    Only a real `not ok` becomes xfail: a missing result (the guest or the
+    program crashed, or was killed) or a case that crashed or timed out
+    stays a failure, with what happened."""
     if why is None:
         return t
-    if t.status == "fail":
-        return TestResult(t.name, "xfail", f"known failure: {why} (failed: {t.reason})"
+    if t.status == Status.FAIL:
+        crash = None if missing else crash_of(t)
+        if missing or crash:
+            what = t.reason if missing else crash
+            return TestResult(t.name, Status.FAIL, f"{what} (a known failure of this kernel, "
+                              f"but it must fail by its checks, not like this: {why})", t.log)
+        return TestResult(t.name, Status.XFAIL, f"known failure: {why} (failed: {t.reason})"
                           if t.reason else f"known failure: {why}", t.log)
-    if t.status == "pass":
-        return TestResult(t.name, "xpass", f"passed, but is a known failure of this kernel: "
+    if t.status == Status.PASS:
+        return TestResult(t.name, Status.XPASS, f"passed, but is a known failure of this kernel: "
                           f"{why} (fixed? drop it from known_failures in matrix.yaml)", t.log)
     return t
 
@@ -108,25 +138,26 @@ def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel
         r = run.case(case.suite, case.name)
         seen.add((case.suite, case.name))
         if r is None:
-            t = TestResult(case.id, "fail", _why_missing(outcome, run, case.suite, list(found)))
+            t = TestResult(case.id, Status.FAIL,
+                           _why_missing(outcome, run, case.suite, list(found)))
         else:
             t = TestResult(case.id, r.status, r.reason, r.log)
-        tests.append(_expect(t, known(case.id)))
+        tests.append(_expect(t, known(case.id), missing=r is None))
     for suite in run.suites:  # reported but not in the sources: still shown
         for r in suite.cases:
             if (suite.name, r.name) not in seen:
                 tests.append(TestResult(f"{suite.name}/{r.name}", r.status, r.reason, r.log))
 
-    failed = [t for t in tests if t.status in ("fail", "xpass")]
+    failed = [t for t in tests if t.status in FAILING]
     problems = _boot_problems(outcome, run, found, tests, expected)
     if outcome.timed_out:
-        status = "timeout"
+        status = Status.TIMEOUT
     elif any(s.kind == "panic" for s in found):
-        status = "panic"
+        status = Status.PANIC
     elif problems or failed:
-        status = "fail"
+        status = Status.FAIL
     else:
-        status = "pass"
+        status = Status.PASS
     reason = problems[0] if problems else (
         f"{len(failed)} test(s) failed: " + ", ".join(t.name for t in failed[:3]) if failed else "")
     return CellResult(cell, accel, status, reason, outcome.duration_s, found, tuple(tests),
@@ -152,15 +183,21 @@ def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat,
                         "not mounted; see console.log)" if run.exit_code == 125 else
                         f"make run_tests exited {run.exit_code}")
     expected_ids = {c.id for c in expected}
-    # A program exits non-zero when a case fails, expectedly (xfail) or not:
-    # its own results account for that.
+    # kselftest_harness.h exits 1 (KSFT_FAIL) when a case said `not ok`,
+    # expectedly (xfail) or not: the cases' own results account for that.
+    # Any other end of a program (a signal's exit=139, the runner's TIMEOUT,
+    # no result line) is a problem of its own, known failures or not.
     failed_suites = {t.name.split("/")[0] for t in tests
-                     if t.name in expected_ids and t.status in ("fail", "xpass", "xfail")}
+                     if t.name in expected_ids
+                     and t.status in (Status.FAIL, Status.XPASS, Status.XFAIL)}
     problems += [f"{s.name}: {s.status} {s.reason}".strip() for s in run.suites
-                 if s.status in ("fail", "timeout") and s.name not in failed_suites]
+                 if s.status in (Status.FAIL, Status.TIMEOUT)
+                 and not (s.status == Status.FAIL and s.reason == _KSFT_FAIL
+                          and s.name in failed_suites)]
     problems += [f"{t.name}: failed, and is not in the sources (harness/cases.py missed it?)"
-                 for t in tests if t.name not in expected_ids and t.status in ("fail", "xpass")]
-    skipped = [t for t in tests if t.status == "skip" and not t.reason.startswith(CELL_SKIP_PREFIX)]
+                 for t in tests if t.name not in expected_ids and t.status in FAILING]
+    skipped = [t for t in tests
+               if t.status == Status.SKIP and not t.reason.startswith(CELL_SKIP_PREFIX)]
     if skipped:
         # The harness booted this guest for these tests: a SKIP means it
         # lacks something the tests need, which is the harness's failure.
@@ -182,17 +219,17 @@ def write_junit(path: Path, cells: list[CellResult]) -> None:
     for c in cells:
         counts = c.counts()
         suite = ET.SubElement(root, "testsuite", name=c.cell.id, tests=str(len(c.tests) + 1),
-                              failures=str(counts["fail"] + (c.status != "pass")),
-                              skipped=str(counts["skip"]), time=f"{c.duration_s:.2f}")
+                              failures=str(counts[Status.FAIL] + (c.status != Status.PASS)),
+                              skipped=str(counts[Status.SKIP]), time=f"{c.duration_s:.2f}")
         boot = ET.SubElement(suite, "testcase", classname=c.cell.id, name="boot")
-        if c.status != "pass":
+        if c.status != Status.PASS:
             ET.SubElement(boot, "failure", message=f"{c.status}: {c.reason}")
         for t in c.tests:
             case = ET.SubElement(suite, "testcase", classname=c.cell.id, name=t.name)
-            if t.status in ("fail", "xpass"):
+            if t.status in FAILING:
                 fail = ET.SubElement(case, "failure", message=t.reason or t.status)
                 fail.text = "\n".join(t.log)
-            elif t.status in ("skip", "xfail"):
+            elif t.status in (Status.SKIP, Status.XFAIL):
                 ET.SubElement(case, "skipped", message=t.reason)
     ET.indent(root)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -24,6 +24,7 @@ from .errors import HarnessError
 from . import matrix as matrix_mod
 from .matrix import Cell, Matrix
 from .results import CellResult
+from .status import Status
 
 Log = Callable[[str], None]
 
@@ -188,7 +189,7 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
             n = result.counts()
             log(f"[{done_count[0]:>3}/{len(cells)}] {cell.id:<40} {result.status:<7} "
                 f"{n['pass']} passed, {n['fail']} failed, {n['skip']} skipped"
-                + "".join(f", {n[k]} {k}" for k in ("xfail", "xpass") if n[k])
+                + "".join(f", {n[k]} {k}" for k in (Status.XFAIL, Status.XPASS) if n[k])
                 + f" ({result.duration_s:.1f}s){'  ' + result.reason.splitlines()[0] if result.reason else ''}")
         return result
 

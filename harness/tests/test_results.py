@@ -175,3 +175,72 @@ def test_a_program_failing_only_on_known_failures_passes_its_cell() -> None:
                          known=lambda n: "bug" if n == "exec_test/exec_file.missing_hash.execve"
                          else None)
     assert (r.status, r.problems) == ("pass", ())
+
+
+# Only a real `not ok` of a listed test is an xfail: how it failed matters.
+
+def _known_exec_missing(name: str) -> str | None:
+    return "bug" if name == "exec_test/exec_file.missing_hash.execve" else None
+
+
+def _exec_case_failing_with(*log: str) -> str:
+    console = real("real_aarch64_fix_custom_pass.log")
+    ran = "# #            OK  exec_file.missing_hash.execve\n# ok 1 exec_file.missing_hash.execve"
+    assert ran in console
+    return console.replace(ran, "".join(f"# # {line}\n" for line in log)
+                           + "# #          FAIL  exec_file.missing_hash.execve\n"
+                           + "# not ok 1 exec_file.missing_hash.execve").replace(
+        "ok 2 selftests: ima_appraise: exec_test",
+        "not ok 2 selftests: ima_appraise: exec_test # exit=1")
+
+
+def test_a_known_failure_that_crashed_is_a_failure() -> None:
+    console = _exec_case_failing_with(
+        "execve: Test terminated unexpectedly by signal 11")
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg", known=_known_exec_missing)
+    t = r.test("exec_test/exec_file.missing_hash.execve")
+    assert t.status == "fail"
+    assert t.reason == ("execve: Test terminated unexpectedly by signal 11 (a known failure of "
+                        "this kernel, but it must fail by its checks, not like this: bug)")
+    assert r.status == "fail"
+
+
+def test_a_known_failure_that_timed_out_is_a_failure() -> None:
+    console = _exec_case_failing_with("execve: Test terminated by timeout")
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg", known=_known_exec_missing)
+    assert r.test("exec_test/exec_file.missing_hash.execve").status == "fail"
+    assert r.status == "fail"
+
+
+def test_a_known_failure_failing_by_its_checks_is_xfail() -> None:
+    console = _exec_case_failing_with(
+        "exec_test.c:88:execve:Expected 13 (13) == test_execve(...) (0)",
+        "execve: Test failed at step #3")
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg", known=_known_exec_missing)
+    assert r.test("exec_test/exec_file.missing_hash.execve").status == "xfail"
+    assert (r.status, r.problems) == ("pass", ())
+
+
+def test_a_program_that_crashed_fails_its_cell_despite_an_xfail() -> None:
+    # The case said `not ok` by its checks (xfail), then the program itself
+    # died of a signal: exit=139 is not what a known failure explains.
+    console = _exec_case_failing_with("execve: Test failed at step #3").replace(
+        "not ok 2 selftests: ima_appraise: exec_test # exit=1",
+        "not ok 2 selftests: ima_appraise: exec_test # exit=139")
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg", known=_known_exec_missing)
+    assert r.test("exec_test/exec_file.missing_hash.execve").status == "xfail"
+    assert r.status == "fail"
+    assert r.problems == ("exec_test: fail exit=139",)
+
+
+def test_a_known_failure_with_no_result_is_a_failure() -> None:
+    # The guest was killed before mmap_test reported anything.
+    r = results.evaluate(CELL, outcome(real("real_x86_64_lockdep_deadlock_killed.log"), timed_out=True),
+                         EXPECTED, "tcg",
+                         known=lambda n: "bug" if n == "mmap_test/mmap_file.correct_hash.prot_read"
+                         else None)
+    t = r.test("mmap_test/mmap_file.correct_hash.prot_read")
+    assert t.status == "fail"
+    assert t.reason.startswith("no result: the guest was killed")
+    assert t.reason.endswith("(a known failure of this kernel, but it must fail by its checks, "
+                             "not like this: bug)")
