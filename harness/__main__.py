@@ -11,6 +11,15 @@ boots every known-bad patch of kernel-patches/regressions/ on top of the
 series, in the cells of matrix.yaml's mutants: section (x86_64 unless told
 otherwise), and fails unless each is caught (harness/mutants.py).  NAME is
 a mutant's variant name (m0001-...) or its patch file name.
+
+    /usr/bin/python3 -m harness report RUN_DIR
+
+writes RUN_DIR/report.html again from RUN_DIR/results.json (harness/report.py).
+
+    /usr/bin/python3 -m harness merge --out DIR SHARD_DIR ...
+
+merges the run directories of shards into DIR as one run (harness/merge.py);
+exits 1 if a merged cell did not pass, 2 if the shards do not make one run.
 """
 from __future__ import annotations
 
@@ -19,7 +28,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from . import cases, initramfs, kbuild, matrix as matrix_mod, mutants, runner
+from . import cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, runner
 from .archs import ARCHS
 from .errors import HarnessError
 
@@ -41,9 +50,20 @@ def main(argv: list[str]) -> int:
         rg.add_argument("--jobs", type=int, default=None, help="guests at once")
         rg.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
         rg.add_argument("--build-dir", type=Path, default=REPO / "build")
+    rp = sub.add_parser("report", help="write RUN_DIR/report.html from its results.json")
+    rp.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    mg = sub.add_parser("merge", help="merge shards' run directories into one run")
+    mg.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR")
+    mg.add_argument("--out", type=Path, required=True, help="a new directory")
+    mg.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml",
+                    help="whose cell order the merged run has")
     args = parser.parse_args(argv)
     if args.command in ("mutants", "regressions"):
         return _mutants(args)
+    if args.command == "report":
+        return _report(args)
+    if args.command == "merge":
+        return _merge(args)
     unknown = [a for a in args.archs if a not in ARCHS]
     if unknown:
         parser.error(f"unknown arch {unknown[0]!r}; allowed: {', '.join(ARCHS)}")
@@ -57,6 +77,27 @@ def main(argv: list[str]) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    try:
+        print(report.write(args.run_dir))
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    try:
+        cells = merge.merge(args.shards, args.out, matrix_mod.load(args.matrix))
+        page = report.write(args.out)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print((args.out / "summary.txt").read_text(), end="")
+    print(f"report: {page}")
+    return 0 if all(c.status == "pass" for c in cells) else 1
 
 
 def _mutants(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import initramfs, kbuild, keys, qemu, results
+from . import initramfs, kbuild, keys, qemu, report, results
 from .archs import ARCHS
 from .cases import Case
 from .errors import HarnessError
@@ -210,6 +210,7 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
                                                     for a, c in accels.items()}})
     results.write_junit(run_dir / "junit.xml", cell_results)
     (run_dir / "summary.txt").write_text(results.summary_table(cell_results) + "\n")
+    report.write(run_dir)
     return rr
 
 

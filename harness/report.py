@@ -1,0 +1,287 @@
+"""A run's results as one static HTML page: report.html next to results.json.
+
+    /usr/bin/python3 -m harness report build/results/latest
+
+The page is the matrix as a grid, a row per cell and a column per test
+program; a square is coloured by the worst of that program's results in that
+cell and holds its counts, its title (the tooltip) names the cases that did
+not pass.  Each row links the cell's console.log, qemu-cmdline.sh,
+kernel.config and patches.txt, and each kernel splat to its headline in a
+line-numbered copy of the console (<cell>/console.html#L<n>, written for
+cells with splats).  Links are relative: the run directory can be moved or
+served as files.  No script: a checkbox hides passing rows with CSS alone.
+"""
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from . import splats as splat_scanner
+from .errors import HarnessError
+
+TEST_STATUSES = ("pass", "fail", "skip", "xfail", "xpass")
+# Worst first: a square shows the first of these any of its cases has.
+_SQUARE_ORDER = ("fail", "xpass", "xfail", "pass", "skip")
+ARTIFACTS = ("console.log", "qemu-cmdline.sh", "kernel.config", "patches.txt")
+_REASON_MAX = 300
+
+
+class ReportError(HarnessError):
+    """A run directory the report cannot be made from."""
+
+
+@dataclass(frozen=True)
+class Square:
+    program: str
+    status: str                 # one of _SQUARE_ORDER, or "none": no result at all
+    counts: dict[str, int]
+    notes: tuple[str, ...]      # "<status> <case>: <reason>" of every case that did not pass
+
+
+@dataclass(frozen=True)
+class SplatLink:
+    kind: str
+    title: str
+    line: int | None            # headline's line in console.log, None if not found there
+
+
+@dataclass(frozen=True)
+class Row:
+    cell: dict                  # the cell's entry in results.json
+    squares: tuple[Square, ...]
+    splats: tuple[SplatLink, ...]
+    links: tuple[tuple[str, str], ...]  # (label, relative href)
+
+
+def _square(program: str, tests: list[dict]) -> Square:
+    counts = {s: 0 for s in TEST_STATUSES}
+    notes = []
+    for t in tests:
+        counts[t["status"]] = counts.get(t["status"], 0) + 1
+        if t["status"] != "pass":
+            reason = t.get("reason", "")
+            reason = reason if len(reason) <= _REASON_MAX else reason[:_REASON_MAX] + "..."
+            notes.append(f"{t['status'].upper()} {t['name'].split('/', 1)[1]}"
+                         + (f": {reason}" if reason else ""))
+    status = next((s for s in _SQUARE_ORDER if counts.get(s)), "none")
+    return Square(program, status, counts, tuple(notes))
+
+
+def programs(cells: list[dict]) -> list[str]:
+    """Test programs in the order their cases first appear."""
+    return list(dict.fromkeys(t["name"].split("/", 1)[0] for c in cells for t in c["tests"]))
+
+
+def _splats(cell: dict, console: str | None) -> tuple[SplatLink, ...]:
+    found = list(splat_scanner.scan(console)) if console is not None else []
+    links = []
+    for s in cell.get("splats", ()):
+        # The same scanner made results.json's list: match by kind and title,
+        # each scanned splat used once.
+        hit = next((f for f in found if (f.kind, f.title) == (s["kind"], s["title"])), None)
+        if hit:
+            found.remove(hit)
+        links.append(SplatLink(s["kind"], s["title"], hit.line if hit else None))
+    return tuple(links)
+
+
+def rows(run_dir: Path, doc: dict) -> list[Row]:
+    progs = programs(doc["cells"])
+    out = []
+    for cell in doc["cells"]:
+        by_prog: dict[str, list[dict]] = {p: [] for p in progs}
+        for t in cell["tests"]:
+            by_prog[t["name"].split("/", 1)[0]].append(t)
+        d = run_dir / cell["id"]
+        console = d / "console.log"
+        text = console.read_text(errors="replace") if console.is_file() else None
+        href = quote(cell["id"])
+        links = [(name, f"{href}/{quote(name)}") for name in ARTIFACTS if (d / name).is_file()]
+        # Splat files a runner may keep next to the console.
+        links += [(p.name, f"{href}/{quote(p.name)}") for p in sorted(d.glob("splat*"))
+                  if p.is_file()]
+        out.append(Row(cell, tuple(_square(p, by_prog[p]) for p in progs),
+                       _splats(cell, text), tuple(links)))
+    return out
+
+
+_CSS = """
+body { font: 13px/1.35 system-ui, sans-serif; margin: 1em 1.5em; color: #1b1b1b; }
+h1 { font-size: 1.4em; margin: 0 0 .3em; }
+.meta, .totals { margin: .2em 0; }
+code, .id { font-family: ui-monospace, monospace; font-size: 12px; }
+table.grid { border-collapse: collapse; margin-top: .8em; }
+.grid th, .grid td { border: 1px solid #fff; padding: 2px 5px; white-space: nowrap; }
+.grid thead th { background: #eee; position: sticky; top: 0; font-weight: 600; }
+.grid tbody th { text-align: left; font-weight: normal; background: #f6f6f6; }
+.grid td.sq { text-align: center; min-width: 4.5em; }
+.grid td.num { text-align: right; }
+.s-pass { background: #bfe5bf; } .s-fail { background: #f4a3a3; }
+.s-xfail { background: repeating-linear-gradient(135deg, #ffe08a 0 6px, #ffd04d 6px 12px); }
+.s-xpass { background: #d7a6ef; } .s-skip { background: #dde3ea; color: #555; }
+.s-none { background: #ececec; color: #888; }
+.s-timeout { background: #ffb066; } .s-panic { background: #c62828; color: #fff; }
+.s-error { background: #7a7a7a; color: #fff; }
+.bad { font-weight: 600; }
+.splat { color: #b00020; font-weight: 700; }
+.splat a { color: inherit; }
+tr.has-splat th { box-shadow: inset 4px 0 #b00020; }
+.legend span { display: inline-block; padding: 1px 8px; margin-right: 4px; border-radius: 2px; }
+.links a { margin-right: .6em; }
+body:has(#only-bad:checked) tr.ok { display: none; }
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _square_html(sq: Square) -> str:
+    n = sq.counts
+    total = sum(n.values())
+    if not total:
+        return '<td class="sq s-none" title="no results">&mdash;</td>'
+    shown = [f"{n['pass']}/{total}"]
+    shown += [f'<span class="bad">{n[s]} {s}</span>' for s in ("fail", "xpass") if n[s]]
+    shown += [f"{n[s]} {s}" for s in ("xfail", "skip") if n[s]]
+    title = f"{sq.program}: " + ", ".join(f"{v} {k}" for k, v in n.items() if v)
+    title += "".join(f"\n{note}" for note in sq.notes)
+    return f'<td class="sq s-{sq.status}" title="{_e(title)}">{" ".join(shown)}</td>'
+
+
+def _row_html(row: Row) -> str:
+    c = row.cell
+    ok = c["status"] == "pass" and not row.splats
+    classes = " ".join(filter(None, ("ok" if ok else "", "has-splat" if row.splats else "")))
+    href = quote(c["id"])
+    splats = "<br>".join(
+        f'<a href="{href}/console.html#L{s.line}" title="{_e(s.title)}">{_e(s.kind)}</a>'
+        if s.line else f'<span title="{_e(s.title)}">{_e(s.kind)}</span>' for s in row.splats)
+    links = " ".join(f'<a href="{_e(h)}">{_e(label)}</a>' for label, h in row.links)
+    return (f'<tr class="{classes}"><th class="id" id="{_e(c["id"])}">{_e(c["id"])}</th>'
+            f'<td class="s-{_e(c["status"])}" title="{_e(c.get("reason") or c["status"])}">'
+            f'{_e(c["status"])}</td>'
+            + "".join(_square_html(sq) for sq in row.squares)
+            + f'<td class="splat">{splats}</td>'
+            f'<td class="num">{float(c.get("duration_s", 0)):.1f}s</td>'
+            f'<td>{_e(c.get("accel", ""))}</td><td class="links">{links}</td></tr>')
+
+
+def _totals(doc: dict) -> str:
+    cells: dict[str, int] = {}
+    tests: dict[str, int] = {}
+    for c in doc["cells"]:
+        cells[c["status"]] = cells.get(c["status"], 0) + 1
+        for t in c["tests"]:
+            tests[t["status"]] = tests.get(t["status"], 0) + 1
+    splats = sum(len(c.get("splats", ())) for c in doc["cells"])
+    return (f'<p class="totals"><b>cells:</b> '
+            + ", ".join(f'<span class="s-{_e(k)}">&nbsp;{v} {_e(k)}&nbsp;</span>'
+                        for k, v in cells.items())
+            + f" (of {len(doc['cells'])}) &nbsp; <b>tests:</b> "
+            + ", ".join(f"{v} {_e(k)}" for k, v in tests.items())
+            + f" &nbsp; <b>splats:</b> {splats}</p>")
+
+
+def _meta(doc: dict) -> str:
+    parts = [f"run <code>{_e(doc['run_id'])}</code>"]
+    if doc.get("timings"):
+        parts.append("timings: " + ", ".join(f"{_e(k)} {float(v):.1f}s"
+                                             for k, v in doc["timings"].items()))
+    for b in doc.get("builds", ()):
+        parts.append(f"kernel {_e(b.get('kernel'))}: {_e(b.get('compiled_objects'))} "
+                     f"object(s) compiled in {_e(b.get('seconds'))}s")
+    for arch, a in doc.get("accel", {}).items():
+        parts.append(f"accel {_e(arch)}: {_e(a.get('accel'))} ({_e(a.get('reason'))})")
+    if doc.get("shards"):
+        parts.append(f"merged from {len(doc['shards'])} shard(s): "
+                     + ", ".join(f"<code>{_e(s.get('run_id'))}</code>" for s in doc["shards"]))
+    return "".join(f'<p class="meta">{p}</p>' for p in parts)
+
+
+_LEGEND = (
+    ("pass", "every case passed"), ("fail", "a case failed"),
+    ("xfail", "only known failures (matrix.yaml known_failures) failed"),
+    ("xpass", "a known failure passed: fails the cell"),
+    ("skip", "only skipped ('not for this cell')"), ("none", "no result (not booted)"),
+    ("timeout", "cell killed at the timeout"), ("panic", "kernel panic"),
+    ("error", "kernel or guest could not be built"),
+)
+
+
+def page(doc: dict, grid: list[Row]) -> str:
+    progs = programs(doc["cells"])
+    legend = "".join(f'<span class="s-{k}" title="{_e(why)}">{k}</span>' for k, why in _LEGEND)
+    head = ("<tr><th>cell</th><th>status</th>" + "".join(f"<th>{_e(p)}</th>" for p in progs)
+            + "<th>splats</th><th>time</th><th>accel</th><th>artifacts</th></tr>")
+    body = "\n".join(_row_html(r) for r in grid)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>IMA appraisal matrix: {_e(doc['run_id'])}</title>
+<style>{_CSS}</style></head>
+<body>
+<h1>IMA appraisal matrix</h1>
+{_meta(doc)}
+{_totals(doc)}
+<p class="legend">{legend} <span class="splat">splat</span> a kernel splat (links to its
+headline in the console) &nbsp; squares: passed/cases, then what did not pass; hover for
+case names</p>
+<p><label><input type="checkbox" id="only-bad"> only cells that did not pass</label></p>
+<table class="grid">
+<thead>{head}</thead>
+<tbody>
+{body}
+</tbody></table>
+</body></html>
+"""
+
+
+def console_page(cell_id: str, console: str, marked: set[int]) -> str:
+    lines = "\n".join(
+        f'<span id="L{n}"{" class=m" if n in marked else ""}>{_e(line)}</span>'
+        for n, line in enumerate(console.split("\n"), 1))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_e(cell_id)}: console</title>
+<style>pre {{ counter-reset: n; font: 12px/1.3 ui-monospace, monospace; white-space: pre-wrap; }}
+pre span {{ counter-increment: n; }}
+pre span::before {{ content: counter(n); display: inline-block; width: 5ch;
+  margin-right: 1ch; color: #999; text-align: right; }}
+pre span.m {{ background: #ffd6d6; font-weight: 700; }}
+pre span:target {{ outline: 2px solid #b00020; }}</style></head>
+<body><p><a href="../report.html">report</a> &middot; <a href="console.log">console.log</a></p>
+<pre>{lines}</pre></body></html>
+"""
+
+
+def load(run_dir: Path) -> dict:
+    path = run_dir / "results.json"
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as e:
+        raise ReportError(f"{path}: cannot read it ({e.strerror}); give a run directory "
+                          "(build/results/<run-id>/)") from e
+    except ValueError as e:
+        raise ReportError(f"{path}: not valid JSON ({e})") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list) \
+            or "run_id" not in doc:
+        raise ReportError(f"{path}: no run_id and cells; not a results.json of the harness")
+    return doc
+
+
+def write(run_dir: Path) -> Path:
+    """Writes run_dir/report.html (and console.html of cells with splats)
+    from run_dir/results.json; returns the page's path."""
+    doc = load(run_dir)
+    grid = rows(run_dir, doc)
+    for row in grid:
+        marked = {s.line for s in row.splats if s.line}
+        if marked:
+            d = run_dir / row.cell["id"]
+            text = (d / "console.log").read_text(errors="replace")
+            (d / "console.html").write_text(console_page(row.cell["id"], text, marked))
+    out = run_dir / "report.html"
+    out.write_text(page(doc, grid))
+    return out
