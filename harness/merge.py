@@ -37,6 +37,7 @@ from .errors import HarnessError
 from .matrix import Cell, Matrix
 from .results import CellResult, TestResult
 from .splats import Splat
+from .status import CASE_STATUSES, CELL_STATUSES, Status
 
 # Run-level keys of results.json that are not per cell (see the docstring).
 RUN_KEYS = ("run_id", "timings", "builds", "accel", "shard", "manifest")
@@ -79,6 +80,13 @@ def load_shard(path: Path) -> Shard:
                    if not isinstance(c, dict) or k not in c]
         if missing:
             raise MergeError(f"{doc_path}: cells[{i}] has no {', '.join(missing)}")
+        odd = [f"{c['id']}: {c['status']!r}"] if c["status"] not in CELL_STATUSES else []
+        odd += [f"{c['id']}/{t.get('name')}: {t.get('status')!r}" for t in c["tests"]
+                if t.get("status") not in CASE_STATUSES]
+        if odd:
+            raise MergeError(f"{doc_path}: unknown status {odd[0]} (a cell is one of "
+                             f"{', '.join(CELL_STATUSES)}; a case one of "
+                             f"{', '.join(CASE_STATUSES)}); written by another harness version?")
     junit_path = path / "junit.xml"
     try:
         junit = ET.parse(junit_path).getroot()
@@ -98,10 +106,10 @@ def cell_result(doc: dict, artifacts: Path | None) -> CellResult:
     for the tests' logs and the splats' line numbers, which it leaves out)."""
     cell = Cell(doc["arch"], doc["kernel"], doc["mode"], doc["policy"],
                 doc.get("hash", "sha1"), doc.get("setattr", "keep"))
-    tests = tuple(TestResult(t["name"], t["status"], t.get("reason", ""))
+    tests = tuple(TestResult(t["name"], Status(t["status"]), t.get("reason", ""))
                   for t in doc["tests"])
     splats = tuple(Splat(s["kind"], s["title"], 0) for s in doc.get("splats", ()))
-    return CellResult(cell, doc.get("accel", "none"), doc["status"], doc.get("reason", ""),
+    return CellResult(cell, doc.get("accel", "none"), Status(doc["status"]), doc.get("reason", ""),
                       float(doc.get("duration_s", 0.0)), splats, tests, artifacts)
 
 

@@ -21,10 +21,10 @@ from urllib.parse import quote
 
 from . import splats as splat_scanner
 from .errors import HarnessError
+from .status import CASE_STATUSES, Status
 
-TEST_STATUSES = ("pass", "fail", "skip", "xfail", "xpass")
 # Worst first: a square shows the first of these any of its cases has.
-_SQUARE_ORDER = ("fail", "xpass", "xfail", "pass", "skip")
+_SQUARE_ORDER = (Status.FAIL, Status.XPASS, Status.XFAIL, Status.PASS, Status.SKIP)
 ARTIFACTS = ("console.log", "qemu-cmdline.sh", "kernel.config", "patches.txt")
 _REASON_MAX = 300
 
@@ -57,11 +57,11 @@ class Row:
 
 
 def _square(program: str, tests: list[dict]) -> Square:
-    counts = {s: 0 for s in TEST_STATUSES}
+    counts = {str(s): 0 for s in CASE_STATUSES}
     notes = []
     for t in tests:
         counts[t["status"]] = counts.get(t["status"], 0) + 1
-        if t["status"] != "pass":
+        if t["status"] != Status.PASS:
             reason = t.get("reason", "")
             reason = reason if len(reason) <= _REASON_MAX else reason[:_REASON_MAX] + "..."
             notes.append(f"{t['status'].upper()} {t['name'].split('/', 1)[1]}"
@@ -145,8 +145,8 @@ def _square_html(sq: Square) -> str:
     if not total:
         return '<td class="sq s-none" title="no results">&mdash;</td>'
     shown = [f"{n['pass']}/{total}"]
-    shown += [f'<span class="bad">{n[s]} {s}</span>' for s in ("fail", "xpass") if n[s]]
-    shown += [f"{n[s]} {s}" for s in ("xfail", "skip") if n[s]]
+    shown += [f'<span class="bad">{n[s]} {s}</span>' for s in (Status.FAIL, Status.XPASS) if n[s]]
+    shown += [f"{n[s]} {s}" for s in (Status.XFAIL, Status.SKIP) if n[s]]
     title = f"{sq.program}: " + ", ".join(f"{v} {k}" for k, v in n.items() if v)
     title += "".join(f"\n{note}" for note in sq.notes)
     return f'<td class="sq s-{sq.status}" title="{_e(title)}">{" ".join(shown)}</td>'
@@ -154,7 +154,7 @@ def _square_html(sq: Square) -> str:
 
 def _row_html(row: Row) -> str:
     c = row.cell
-    ok = c["status"] == "pass" and not row.splats
+    ok = c["status"] == Status.PASS and not row.splats
     classes = " ".join(filter(None, ("ok" if ok else "", "has-splat" if row.splats else "")))
     href = quote(c["id"])
     splats = "<br>".join(
@@ -203,12 +203,12 @@ def _meta(doc: dict) -> str:
 
 
 _LEGEND = (
-    ("pass", "every case passed"), ("fail", "a case failed"),
-    ("xfail", "only known failures (matrix.yaml known_failures) failed"),
-    ("xpass", "a known failure passed: fails the cell"),
-    ("skip", "only skipped ('not for this cell')"), ("none", "no result (not booted)"),
-    ("timeout", "cell killed at the timeout"), ("panic", "kernel panic"),
-    ("error", "kernel or guest could not be built"),
+    (Status.PASS, "every case passed"), (Status.FAIL, "a case failed"),
+    (Status.XFAIL, "only known failures (matrix.yaml known_failures) failed"),
+    (Status.XPASS, "a known failure passed: fails the cell"),
+    (Status.SKIP, "only skipped ('not for this cell')"), ("none", "no result (not booted)"),
+    (Status.TIMEOUT, "cell killed at the timeout"), (Status.PANIC, "kernel panic"),
+    (Status.ERROR, "kernel or guest could not be built"),
 )
 
 
