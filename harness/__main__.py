@@ -31,6 +31,7 @@ from pathlib import Path
 from . import cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, runner
 from .archs import ARCHS
 from .errors import HarnessError
+from .status import Status
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +98,7 @@ def _merge(args: argparse.Namespace) -> int:
         return 2
     print((args.out / "summary.txt").read_text(), end="")
     print(f"report: {page}")
-    return 0 if all(c.status == "pass" for c in cells) else 1
+    return 0 if all(c.status == Status.PASS for c in cells) else 1
 
 
 def _mutants(args: argparse.Namespace) -> int:
