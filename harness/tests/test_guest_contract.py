@@ -9,11 +9,11 @@ from harness import ktap, qemu, splats
 
 REPO = Path(__file__).resolve().parents[2]
 INIT = (REPO / "initramfs" / "init").read_text()
-COMMON_H = (REPO / "selftests" / "ima_appraise" / "common.h").read_text()
+CELL_H = (REPO / "selftests" / "ima_appraise" / "cell.h").read_text()
 
 
 def test_harness_marker_is_what_the_selftests_look_for() -> None:
-    assert f'#define IMA_SELFTEST_MARKER "{qemu.HARNESS_MARKER}"' in COMMON_H
+    assert f'#define IMA_SELFTEST_MARKER "{qemu.HARNESS_MARKER}"' in CELL_H
 
 
 def test_init_prints_the_markers_the_parser_reads() -> None:

@@ -4,41 +4,70 @@
  * a static interpreter, root-owned, with no, a wrong or the correct
  * security.ima.
  *
- * Layout, one per test, on the scratch ext4 filesystem:
+ * Layout, one per test, on the scratch ext4 filesystem (owner: root, or
+ * FOWNER_BPRM_ONLY in custom cells, see make_exec_file()):
  *
  * <scratch>/exec.XXXXXX/
- *     prog    copy of exec_helper (exits 42), root:root 0755,
+ *     prog    copy of exec_helper (exits 42), 0755,
  *             security.ima as the variant says
  *
- *     script  "#!<dir>/interp", root:root 0755     (exec_script)
- *     interp  copy of exec_helper, root:root 0755  (exec_script)
+ * <scratch>/script.XXXXXX/
+ *     script  "#!<dir>/interp", 0755     (exec_script)
+ *     interp  copy of exec_helper, 0755  (exec_script)
  *
  * Expected: enforce refuses missing/wrong with EACCES; fix runs it and
  * writes the correct digest; log and off run it and leave security.ima.
  * The exit status 42 proves the program (the interpreter) really ran.
  *
- * Broken kernel: BPRM_CHECK skipped (custom cells: the exec open is not a
- * FILE_CHECK of the custom policy, so nothing else catches the ELF), or
- * BPRM_CHECK run on the script but not on the interpreter that
- * binfmt_script substitutes (exec_binprm() runs search_binary_handler(),
+ * In custom cells the files belong to FOWNER_BPRM_ONLY, covered by a
+ * func=BPRM_CHECK rule only (make_exec_file()): fix mode's repair and log
+ * mode's record prove that execve()'s own hook appraised them.
+ *
+ * Broken kernel: BPRM_CHECK skipped (custom cells, every mode that
+ * appraises), or BPRM_CHECK run on the script but not on the interpreter
+ * that binfmt_script substitutes (exec_binprm() runs search_binary_handler(),
  * hence security_bprm_check(), once per file).
  */
 
 #include "common.h"
 
 static const char prog_name[] = "prog";
-static const char *const layout_files[] = { prog_name, NULL };
 static const char script_name[] = "script";
 static const char interp_name[] = "interp";
-static const char *const script_files[] = { script_name, interp_name, NULL };
+
+/*
+ * Makes path a copy of exec_helper labelled as state says; returns its
+ * correct security.ima in good.  In custom cells the file is given to
+ * FOWNER_BPRM_ONLY, whose one rule is func=BPRM_CHECK: neither the exec
+ * open (FILE_CHECK, MAY_EXEC) nor the ELF loader's own mapping of the
+ * binary or interpreter (MMAP_CHECK) is appraised, so a verdict, a repair
+ * in fix mode and a record in log mode can only come from execve()'s own
+ * hook.  Under appraise_tcb the func-less "appraise fowner=0" appraises
+ * the exec open first, and root keeps the file.
+ */
+static void make_exec_file(struct __test_metadata *const _metadata,
+			   const struct cell *cell, const char *path,
+			   const void *data, size_t len, enum ima_state state,
+			   uint8_t good[IMA_XATTR_MAX])
+{
+	char rule[256], uuid[37];
+
+	create_file(_metadata, path, data, len);
+	ima_hash_xattr(cell, data, len, good);
+	if (cell->policy == POLICY_CUSTOM) {
+		scratch_fsuuid(_metadata, scratch_dir(), uuid);
+		snprintf(rule, sizeof(rule),
+			 "appraise func=BPRM_CHECK fsuuid=%s fowner=%d", uuid,
+			 FOWNER_BPRM_ONLY);
+		policy_add_rule(_metadata, rule);
+		ASSERT_EQ(0, chown(path, FOWNER_BPRM_ONLY, 0));
+	}
+	set_ima_state(_metadata, path, state, good);
+}
 
 FIXTURE(exec_file)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char path[PATH_MAX];
-	uint8_t good[IMA_XATTR_MAX];
+	struct ima_env env;
 };
 
 FIXTURE_VARIANT(exec_file)
@@ -70,54 +99,46 @@ FIXTURE_SETUP(exec_file)
 	size_t len;
 	void *elf;
 
-	self->skip = setup_cell(_metadata, &self->cell, self->dir, "exec");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "exec", prog_name))
 		return;
 	sibling_path(helper, "exec_helper");
 	elf = read_file(_metadata, helper, &len);
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, prog_name);
-	create_file(_metadata, self->path, elf, len);
-	ima_hash_xattr(&self->cell, elf, len, self->good);
+	make_exec_file(_metadata, &self->env.cell, self->env.path, elf, len,
+		       variant->state, self->env.good);
 	free(elf);
-	set_ima_state(_metadata, self->path, variant->state, self->good);
 }
 
 FIXTURE_TEARDOWN(exec_file)
 {
-	if (!self->skip)
-		cleanup_dir(_metadata, self->dir, layout_files);
+	ima_env_teardown(_metadata, &self->env);
 }
 
 TEST_F(exec_file, execve)
 {
-	int kmsg, ret;
+	int ret;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	kmsg = kmsg_open(_metadata);
-	ret = test_execve(_metadata, self->path);
-	ASSERT_EQ(expected_errno(&self->cell, variant->state), ret)
+	ima_env_watch(_metadata, &self->env);
+	ret = test_execve(_metadata, self->env.path);
+	ASSERT_EQ(expected_errno(&self->env.cell, variant->state), ret)
 	{
-		TH_LOG("execve %s: %s", self->path,
+		TH_LOG("execve %s: %s", self->env.path,
 		       ret == EXEC_RAN_BADLY ?
 			       "it ran, but did not exit with status 42 (killed after the point of no return?)" :
 			       strerror(ret));
 	}
-	assert_ima_after(_metadata, &self->cell, self->path, variant->state,
-			 self->good);
-	assert_audited(_metadata, &self->cell, kmsg, self->path,
-		       variant->state);
-	close(kmsg);
+	expect_ima_after(_metadata, &self->env.cell, self->env.path,
+			 variant->state, self->env.good);
+	expect_audited(_metadata, &self->env.cell, &self->env.log,
+		       self->env.path, variant->state);
 }
 
 FIXTURE(exec_script)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char script[PATH_MAX];
+	/* env.path is the script */
+	struct ima_env env;
 	char interp[PATH_MAX];
-	uint8_t script_good[IMA_XATTR_MAX];
 	uint8_t interp_good[IMA_XATTR_MAX];
 };
 
@@ -168,33 +189,24 @@ FIXTURE_SETUP(exec_script)
 	void *elf;
 	int n;
 
-	self->skip = setup_cell(_metadata, &self->cell, self->dir, "script");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "script", script_name))
 		return;
 	sibling_path(helper, "exec_helper");
 	elf = read_file(_metadata, helper, &len);
-	snprintf(self->interp, sizeof(self->interp), "%s/%s", self->dir,
+	snprintf(self->interp, sizeof(self->interp), "%s/%s", self->env.dir,
 		 interp_name);
-	create_file(_metadata, self->interp, elf, len);
-	ima_hash_xattr(&self->cell, elf, len, self->interp_good);
+	make_exec_file(_metadata, &self->env.cell, self->interp, elf, len,
+		       variant->interp, self->interp_good);
 	free(elf);
 
-	snprintf(self->script, sizeof(self->script), "%s/%s", self->dir,
-		 script_name);
 	n = snprintf(text, sizeof(text), "#!%s\nexit 1\n", self->interp);
-	create_file(_metadata, self->script, text, n);
-	ima_hash_xattr(&self->cell, text, n, self->script_good);
-
-	set_ima_state(_metadata, self->interp, variant->interp,
-		      self->interp_good);
-	set_ima_state(_metadata, self->script, variant->script,
-		      self->script_good);
+	make_exec_file(_metadata, &self->env.cell, self->env.path, text, n,
+		       variant->script, self->env.good);
 }
 
 FIXTURE_TEARDOWN(exec_script)
 {
-	if (!self->skip)
-		cleanup_dir(_metadata, self->dir, script_files);
+	ima_env_teardown(_metadata, &self->env);
 }
 
 /*
@@ -205,30 +217,31 @@ FIXTURE_TEARDOWN(exec_script)
  */
 TEST_F(exec_script, execve)
 {
+	const char *script = self->env.path;
 	enum ima_state bad = variant->script != STATE_CORRECT ?
 				     variant->script :
 				     variant->interp;
-	const char *bad_path = variant->script != STATE_CORRECT ? self->script :
-								  self->interp;
-	int kmsg, ret;
+	int ret;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	kmsg = kmsg_open(_metadata);
-	ret = test_execve(_metadata, self->script);
-	ASSERT_EQ(expected_errno(&self->cell, bad), ret)
+	ima_env_watch(_metadata, &self->env);
+	ret = test_execve(_metadata, script);
+	ASSERT_EQ(expected_errno(&self->env.cell, bad), ret)
 	{
-		TH_LOG("execve %s: %s", self->script,
+		TH_LOG("execve %s: %s", script,
 		       ret == EXEC_RAN_BADLY ?
 			       "it ran, but the interpreter did not exit with status 42" :
 			       strerror(ret));
 	}
-	assert_audited(_metadata, &self->cell, kmsg, bad_path, bad);
-	close(kmsg);
-	assert_ima_after(_metadata, &self->cell, self->script, variant->script,
-			 self->script_good);
-	assert_ima_after(_metadata, &self->cell, self->interp, variant->interp,
-			 self->interp_good);
+	expect_ima_after(_metadata, &self->env.cell, script, variant->script,
+			 self->env.good);
+	expect_audited(_metadata, &self->env.cell, &self->env.log, script,
+		       variant->script);
+	expect_ima_after(_metadata, &self->env.cell, self->interp,
+			 variant->interp, self->interp_good);
+	expect_audited(_metadata, &self->env.cell, &self->env.log, self->interp,
+		       variant->interp);
 }
 
 TEST_HARNESS_MAIN

@@ -34,39 +34,33 @@
 
 static const char data_name[] = "data";
 static const char lockdep_name[] = "lockdep";
-static const char *const layout_files[] = { data_name, lockdep_name, NULL };
 
 FIXTURE(deferred_fput)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char path[PATH_MAX];
-	/* security.ima of data when the test starts */
-	uint8_t old[IMA_XATTR_MAX];
-	size_t old_len;
+	/* env.path is data, env.good its security.ima when the test starts */
+	struct ima_env env;
 };
 
 FIXTURE_SETUP(deferred_fput)
 {
 	char path[PATH_MAX];
 
-	self->skip = setup_cell(_metadata, &self->cell, self->dir, "fput");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "fput", data_name))
 		return;
 	assert_lockdep_quiet(_metadata);
-	snprintf(path, sizeof(path), "%s/%s", self->dir, lockdep_name);
+	snprintf(path, sizeof(path), "%s/%s", self->env.dir, lockdep_name);
 	lockdep_learn_i_rwsem_mmap_lock(_metadata, path);
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
-	self->old_len = create_labelled(_metadata, &self->cell, self->path,
-					OLD_CONTENTS, self->old);
+	self->env.good_len = create_labelled(_metadata, &self->env.cell,
+					     self->env.path, OLD_CONTENTS,
+					     strlen(OLD_CONTENTS),
+					     self->env.good);
 }
 
 FIXTURE_TEARDOWN(deferred_fput)
 {
-	if (self->skip)
+	ima_env_teardown(_metadata, &self->env);
+	if (self->env.skip)
 		return;
-	cleanup_dir(_metadata, self->dir, layout_files);
 	/*
 	 * A kernel that runs the final fput synchronously under mmap_lock
 	 * makes lockdep report mmap_lock -> iint->mutex -> i_rwsem ->
@@ -89,16 +83,17 @@ static char *map_data(struct __test_metadata *const _metadata,
 	char *map;
 	int fd;
 
-	fd = open(self->path, O_RDWR | O_CLOEXEC);
+	fd = open(self->env.path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd)
 	{
-		TH_LOG("open %s O_RDWR: %s", self->path, strerror(errno));
+		TH_LOG("open %s O_RDWR: %s", self->env.path, strerror(errno));
 	}
 	map = mmap(NULL, strlen(OLD_CONTENTS), PROT_READ | PROT_WRITE,
 		   MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
 	ASSERT_EQ(0, close(fd));
-	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 	return map;
 }
 
@@ -107,13 +102,14 @@ static void assert_new_label(struct __test_metadata *const _metadata,
 			     const char *contents)
 {
 	size_t len;
-	char *data = read_file(_metadata, self->path, &len);
+	char *data = read_file(_metadata, self->env.path, &len);
 
 	ASSERT_EQ(strlen(contents), len);
 	ASSERT_EQ(0, memcmp(contents, data, len));
 	free(data);
-	assert_labelled_after_close(_metadata, &self->cell, self->path,
-				    contents, self->old, self->old_len);
+	expect_labelled_after_close(_metadata, &self->env.cell, self->env.path,
+				    contents, self->env.good,
+				    self->env.good_len);
 }
 
 /*
@@ -127,7 +123,7 @@ TEST_F(deferred_fput, munmap_last_reference)
 {
 	char *map;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	map = map_data(_metadata, self);
 	memcpy(map, NEW_CONTENTS, strlen(NEW_CONTENTS));
@@ -146,12 +142,12 @@ TEST_F(deferred_fput, exit_without_munmap)
 	int status;
 	pid_t pid;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		int fd = open(self->path, O_RDWR | O_CLOEXEC);
+		int fd = open(self->env.path, O_RDWR | O_CLOEXEC);
 		char *map;
 
 		if (fd < 0)
@@ -212,7 +208,8 @@ static void check_child_last(struct __test_metadata *const _metadata,
 	memcpy(map, MID_CONTENTS, strlen(MID_CONTENTS));
 	ASSERT_EQ(0, munmap(map, strlen(OLD_CONTENTS)));
 	/* Not the last reference: nothing rewritten. */
-	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 
 	ASSERT_EQ(1, write(go[1], &c, 1));
 	if (child_munmaps) {
@@ -239,14 +236,14 @@ static void check_child_last(struct __test_metadata *const _metadata,
  */
 TEST_F(deferred_fput, child_exits_last)
 {
-	if (!self->skip)
+	if (!self->env.skip)
 		check_child_last(_metadata, self, false);
 }
 
 /* As child_exits_last, the child's munmap() releasing the file. */
 TEST_F(deferred_fput, child_unmaps_last)
 {
-	if (!self->skip)
+	if (!self->env.skip)
 		check_child_last(_metadata, self, true);
 }
 

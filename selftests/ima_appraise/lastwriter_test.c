@@ -34,42 +34,34 @@
 
 static const char data_name[] = "data";
 static const char new_name[] = "new";
-static const char *const layout_files[] = { data_name, new_name, NULL };
 
 FIXTURE(last_writer)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char path[PATH_MAX];
+	/* env.path is data, env.good its security.ima when the test starts */
+	struct ima_env env;
 	char new_path[PATH_MAX];
-	/* security.ima of data when the test starts */
-	uint8_t old[IMA_XATTR_MAX];
-	size_t old_len;
 };
 
 FIXTURE_SETUP(last_writer)
 {
-	self->skip =
-		setup_cell(_metadata, &self->cell, self->dir, "lastwriter");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "lastwriter", data_name))
 		return;
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
-	snprintf(self->new_path, sizeof(self->new_path), "%s/%s", self->dir,
+	snprintf(self->new_path, sizeof(self->new_path), "%s/%s", self->env.dir,
 		 new_name);
-	self->old_len = create_labelled(_metadata, &self->cell, self->path,
-					OLD_CONTENTS, self->old);
+	self->env.good_len = create_labelled(_metadata, &self->env.cell,
+					     self->env.path, OLD_CONTENTS,
+					     strlen(OLD_CONTENTS),
+					     self->env.good);
 }
 
 FIXTURE_TEARDOWN(last_writer)
 {
-	if (!self->skip)
-		cleanup_dir(_metadata, self->dir, layout_files);
+	ima_env_teardown(_metadata, &self->env);
 }
 
 static int open_data(FIXTURE_DATA(last_writer) * self, int flags)
 {
-	return open(self->path, flags | O_CLOEXEC);
+	return open(self->env.path, flags | O_CLOEXEC);
 }
 
 /*
@@ -81,15 +73,17 @@ TEST_F(last_writer, rewrite)
 {
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	fd = open_data(self, O_WRONLY);
 	ASSERT_LE(0, fd);
 	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
-	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 	ASSERT_EQ(0, close(fd));
-	assert_labelled_after_close(_metadata, &self->cell, self->path,
-				    NEW_CONTENTS, self->old, self->old_len);
+	expect_labelled_after_close(_metadata, &self->env.cell, self->env.path,
+				    NEW_CONTENTS, self->env.good,
+				    self->env.good_len);
 }
 
 /*
@@ -103,7 +97,7 @@ TEST_F(last_writer, two_writers)
 {
 	int fd1, fd2;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	fd1 = open_data(self, O_WRONLY);
 	ASSERT_LE(0, fd1);
@@ -111,15 +105,16 @@ TEST_F(last_writer, two_writers)
 	ASSERT_LE(0, fd2);
 	pwrite_all(_metadata, fd1, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
 	ASSERT_EQ(0, close(fd1));
-	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 	/* The file is still cached as appraised: readers are not denied. */
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 	pwrite_all(_metadata, fd2, NEW_CONTENTS MORE_CONTENTS,
 		   strlen(NEW_CONTENTS MORE_CONTENTS), 0);
 	ASSERT_EQ(0, close(fd2));
-	assert_labelled_after_close(_metadata, &self->cell, self->path,
-				    NEW_CONTENTS MORE_CONTENTS, self->old,
-				    self->old_len);
+	expect_labelled_after_close(_metadata, &self->env.cell, self->env.path,
+				    NEW_CONTENTS MORE_CONTENTS, self->env.good,
+				    self->env.good_len);
 }
 
 /* O_APPEND: the hash of old + appended contents. */
@@ -127,16 +122,16 @@ TEST_F(last_writer, append)
 {
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	fd = open_data(self, O_WRONLY | O_APPEND);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(strlen(MORE_CONTENTS),
 		  write(fd, MORE_CONTENTS, strlen(MORE_CONTENTS)));
 	ASSERT_EQ(0, close(fd));
-	assert_labelled_after_close(_metadata, &self->cell, self->path,
-				    OLD_CONTENTS MORE_CONTENTS, self->old,
-				    self->old_len);
+	expect_labelled_after_close(_metadata, &self->env.cell, self->env.path,
+				    OLD_CONTENTS MORE_CONTENTS, self->env.good,
+				    self->env.good_len);
 }
 
 /* O_TRUNC, then new contents: the hash of the new contents only. */
@@ -144,15 +139,16 @@ TEST_F(last_writer, o_trunc)
 {
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	fd = open_data(self, O_WRONLY | O_TRUNC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(strlen(NEW_CONTENTS),
 		  write(fd, NEW_CONTENTS, strlen(NEW_CONTENTS)));
 	ASSERT_EQ(0, close(fd));
-	assert_labelled_after_close(_metadata, &self->cell, self->path,
-				    NEW_CONTENTS, self->old, self->old_len);
+	expect_labelled_after_close(_metadata, &self->env.cell, self->env.path,
+				    NEW_CONTENTS, self->env.good,
+				    self->env.good_len);
 }
 
 /*
@@ -164,13 +160,13 @@ TEST_F(last_writer, o_trunc_no_write)
 {
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	fd = open_data(self, O_WRONLY | O_TRUNC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, close(fd));
-	assert_labelled_after_close(_metadata, &self->cell, self->path, "",
-				    self->old, self->old_len);
+	expect_labelled_after_close(_metadata, &self->env.cell, self->env.path,
+				    "", self->env.good, self->env.good_len);
 }
 
 /*
@@ -185,31 +181,32 @@ TEST_F(last_writer, o_trunc_no_write)
 TEST_F(last_writer, wrong_label_not_blessed)
 {
 	uint8_t wrong[IMA_XATTR_MAX];
-	size_t len = ima_wrong_xattr(self->old, wrong);
+	size_t len = ima_wrong_xattr(self->env.good, wrong);
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(0, setxattr(self->path, XATTR_IMA, wrong, len, 0));
+	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, wrong, len, 0));
 	fd = open_data(self, O_WRONLY);
-	if (self->cell.mode == MODE_ENFORCE) {
+	if (self->env.cell.mode == MODE_ENFORCE) {
 		ASSERT_EQ(-1, fd);
 		ASSERT_EQ(EACCES, errno);
-		assert_ima_is(_metadata, self->path, wrong, len);
+		expect_ima_is(_metadata, self->env.path, wrong, len);
 		return;
 	}
 	ASSERT_LE(0, fd)
 	{
 		TH_LOG("%s mode: open for write: %s",
-		       mode_names[self->cell.mode], strerror(errno));
+		       mode_names[self->env.cell.mode], strerror(errno));
 	}
 	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
 	ASSERT_EQ(0, close(fd));
-	if (self->cell.mode == MODE_FIX)
-		assert_labelled_after_close(_metadata, &self->cell, self->path,
-					    NEW_CONTENTS, NULL, 0);
+	if (self->env.cell.mode == MODE_FIX)
+		expect_labelled_after_close(_metadata, &self->env.cell,
+					    self->env.path, NEW_CONTENTS, NULL,
+					    0);
 	else
-		assert_ima_is(_metadata, self->path, wrong, len);
+		expect_ima_is(_metadata, self->env.path, wrong, len);
 }
 
 /*
@@ -220,18 +217,18 @@ TEST_F(last_writer, not_in_policy)
 {
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(0, chown(self->path, FOWNER_NOT_IN_POLICY,
+	ASSERT_EQ(0, chown(self->env.path, FOWNER_NOT_IN_POLICY,
 			   FOWNER_NOT_IN_POLICY));
-	if (removexattr(self->path, XATTR_IMA))
+	if (removexattr(self->env.path, XATTR_IMA))
 		ASSERT_EQ(ENODATA, errno);
 	fd = open_data(self, O_WRONLY);
 	ASSERT_LE(0, fd);
 	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
 	ASSERT_EQ(0, close(fd));
-	assert_no_ima(_metadata, self->path);
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	expect_no_ima(_metadata, self->env.path);
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 }
 
 /*
@@ -244,14 +241,14 @@ TEST_F(last_writer, new_file_no_write)
 {
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	fd = open(self->new_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 		  0644);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, close(fd));
-	assert_labelled_after_close(_metadata, &self->cell, self->new_path, "",
-				    NULL, 0);
+	expect_labelled_after_close(_metadata, &self->env.cell, self->new_path,
+				    "", NULL, 0);
 	ASSERT_EQ(0, test_open(self->new_path, O_RDONLY));
 }
 
@@ -272,12 +269,12 @@ TEST_F(last_writer, tmpfile_linked)
 	char proc[64];
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	fd = open(self->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	fd = open(self->env.dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
 	ASSERT_LE(0, fd)
 	{
-		TH_LOG("O_TMPFILE in %s: %s", self->dir, strerror(errno));
+		TH_LOG("O_TMPFILE in %s: %s", self->env.dir, strerror(errno));
 	}
 	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -287,10 +284,10 @@ TEST_F(last_writer, tmpfile_linked)
 		TH_LOG("linkat %s: %s", proc, strerror(errno));
 	}
 	ASSERT_EQ(0, close(fd));
-	if (self->cell.policy == POLICY_CUSTOM)
-		assert_no_ima(_metadata, self->new_path);
+	if (self->env.cell.policy == POLICY_CUSTOM)
+		expect_no_ima(_metadata, self->new_path);
 	else
-		assert_labelled_after_close(_metadata, &self->cell,
+		expect_labelled_after_close(_metadata, &self->env.cell,
 					    self->new_path, NEW_CONTENTS, NULL,
 					    0);
 }
@@ -307,11 +304,12 @@ enum new_file_change { CHANGE_NONE, CHANGE_FCHMOD, CHANGE_FCHOWN };
  * first close: IMA_NEW_FILE lets it pass though it has no security.ima
  * yet; the last close labels it with the hash of what was written.
  *
- * With fchmod/fchown first, this is the 6.1.192 bug of
- * IMA-6.1-NOTES.md: ima_inode_post_setattr() sets IMA_CHANGE_ATTR, and
- * process_measurement()'s reset of the cached flags clears IMA_NEW_FILE
- * too (IMA_NONACTION_FLAGS), so the reopen is appraised as an existing
- * unlabelled file: enforce denies it (EACCES, missing-hash), and in
+ * With fchmod/fchown first, 6.1.192 fails this:
+ * security/integrity/ima/ima_appraise.c:ima_inode_post_setattr() sets
+ * IMA_CHANGE_ATTR, and security/integrity/ima/ima_main.c:
+ * process_measurement() then clears IMA_NONACTION_FLAGS, IMA_NEW_FILE
+ * among them, with the cached appraisal flags, so the reopen is
+ * appraised as an existing unlabelled file: enforce denies it (EACCES, missing-hash), and in
  * enforce, log and off-under-builtin its failed status keeps the last
  * close from labelling the file.  Fixed upstream by "ima: Reset
  * IMA_NONACTION_RULE_FLAGS after post_setattr" (v6.14), and for this
@@ -337,17 +335,17 @@ static void check_new_file(struct __test_metadata *const _metadata,
 	ASSERT_LE(0, rfd)
 	{
 		TH_LOG("%s mode, %s policy: reopening a new file before its first close: %s",
-		       mode_names[self->cell.mode],
-		       policy_names[self->cell.policy], strerror(errno));
+		       mode_names[self->env.cell.mode],
+		       policy_names[self->env.cell.policy], strerror(errno));
 	}
 	ASSERT_EQ(strlen(NEW_CONTENTS), read(rfd, buf, sizeof(buf)));
 	ASSERT_EQ(0, memcmp(NEW_CONTENTS, buf, strlen(NEW_CONTENTS)));
 	ASSERT_EQ(0, close(rfd));
 	/* Closing a reader is not the last writer's close. */
-	assert_no_ima(_metadata, self->new_path);
+	expect_no_ima(_metadata, self->new_path);
 
 	ASSERT_EQ(0, close(fd));
-	assert_labelled_after_close(_metadata, &self->cell, self->new_path,
+	expect_labelled_after_close(_metadata, &self->env.cell, self->new_path,
 				    NEW_CONTENTS, NULL, 0);
 	ASSERT_EQ(0, test_open(self->new_path, O_RDONLY));
 }
@@ -355,21 +353,21 @@ static void check_new_file(struct __test_metadata *const _metadata,
 /* Fails on a kernel that loses IMA_NEW_FILE at the first appraisal. */
 TEST_F(last_writer, new_file_reopen)
 {
-	if (!self->skip)
+	if (!self->env.skip)
 		check_new_file(_metadata, self, CHANGE_NONE);
 }
 
 /* Fails on stock 6.1.192 (see check_new_file()). */
 TEST_F(last_writer, new_file_fchmod_reopen)
 {
-	if (!self->skip)
+	if (!self->env.skip)
 		check_new_file(_metadata, self, CHANGE_FCHMOD);
 }
 
 /* Fails on stock 6.1.192 (see check_new_file()). */
 TEST_F(last_writer, new_file_fchown_reopen)
 {
-	if (!self->skip)
+	if (!self->env.skip)
 		check_new_file(_metadata, self, CHANGE_FCHOWN);
 }
 

@@ -31,16 +31,11 @@
 #include "common.h"
 
 static const char data_name[] = "data";
-static const char *const layout_files[] = { data_name, NULL };
 static const char contents[] = "IMA appraisal selftest: open(2)\n";
 
 FIXTURE(open_file)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char path[PATH_MAX];
-	uint8_t good[IMA_XATTR_MAX];
+	struct ima_env env;
 };
 
 FIXTURE_VARIANT(open_file)
@@ -84,24 +79,24 @@ FIXTURE_SETUP(open_file)
 {
 	struct cell algo_cell;
 
-	self->skip = setup_cell(_metadata, &self->cell, self->dir, "open");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "open", data_name))
 		return;
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
-	create_file(_metadata, self->path, contents, sizeof(contents) - 1);
-	algo_cell = self->cell;
+	create_file(_metadata, self->env.path, contents, sizeof(contents) - 1);
+	algo_cell = self->env.cell;
 	if (variant->other_algo)
-		algo_cell.hash_algo = self->cell.hash_algo == HASH_ALGO_SHA1 ?
+		algo_cell.hash_algo = self->env.cell.hash_algo ==
+						      HASH_ALGO_SHA1 ?
 					      HASH_ALGO_SHA256 :
 					      HASH_ALGO_SHA1;
-	ima_hash_xattr(&algo_cell, contents, sizeof(contents) - 1, self->good);
-	set_ima_state(_metadata, self->path, variant->state, self->good);
+	ima_hash_xattr(&algo_cell, contents, sizeof(contents) - 1,
+		       self->env.good);
+	set_ima_state(_metadata, self->env.path, variant->state,
+		      self->env.good);
 }
 
 FIXTURE_TEARDOWN(open_file)
 {
-	if (!self->skip)
-		cleanup_dir(_metadata, self->dir, layout_files);
+	ima_env_teardown(_metadata, &self->env);
 }
 
 /*
@@ -116,41 +111,41 @@ static void check_open(struct __test_metadata *const _metadata,
 		       FIXTURE_DATA(open_file) * self,
 		       const FIXTURE_VARIANT(open_file) * variant, int flags)
 {
-	int kmsg = kmsg_open(_metadata);
-	const uint8_t *good = self->good;
+	const uint8_t *good = self->env.good;
 	uint8_t relabelled[IMA_XATTR_MAX];
 
 	if (variant->other_algo && variant->state == STATE_WRONG &&
-	    self->cell.mode == MODE_FIX && (flags & O_ACCMODE) != O_RDONLY) {
-		ima_hash_xattr(&self->cell, contents, sizeof(contents) - 1,
+	    self->env.cell.mode == MODE_FIX &&
+	    (flags & O_ACCMODE) != O_RDONLY) {
+		ima_hash_xattr(&self->env.cell, contents, sizeof(contents) - 1,
 			       relabelled);
 		good = relabelled;
 	}
-	ASSERT_EQ(expected_errno(&self->cell, variant->state),
-		  test_open(self->path, flags));
-	assert_ima_after(_metadata, &self->cell, self->path, variant->state,
-			 good);
-	assert_audited(_metadata, &self->cell, kmsg, self->path,
-		       variant->state);
-	close(kmsg);
+	ima_env_watch(_metadata, &self->env);
+	ASSERT_EQ(expected_errno(&self->env.cell, variant->state),
+		  test_open(self->env.path, flags));
+	expect_ima_after(_metadata, &self->env.cell, self->env.path,
+			 variant->state, good);
+	expect_audited(_metadata, &self->env.cell, &self->env.log,
+		       self->env.path, variant->state);
 }
 
 TEST_F(open_file, read)
 {
-	if (!self->skip)
+	if (!self->env.skip)
 		check_open(_metadata, self, variant, O_RDONLY);
 }
 
 /* Opening for write is appraised too: a bad file cannot be rewritten. */
 TEST_F(open_file, write)
 {
-	if (!self->skip)
+	if (!self->env.skip)
 		check_open(_metadata, self, variant, O_WRONLY);
 }
 
 TEST_F(open_file, read_write)
 {
-	if (!self->skip)
+	if (!self->env.skip)
 		check_open(_metadata, self, variant, O_RDWR);
 }
 
@@ -168,40 +163,35 @@ TEST_F(open_file, read_write)
  */
 TEST_F(open_file, trunc)
 {
-	bool denied = expected_errno(&self->cell, variant->state);
+	bool denied = expected_errno(&self->env.cell, variant->state);
 	bool passed = variant->state == STATE_CORRECT ||
-		      self->cell.mode == MODE_FIX;
+		      self->env.cell.mode == MODE_FIX;
 	uint8_t empty[IMA_XATTR_MAX];
 	size_t empty_len, len;
 	struct stat st;
-	int kmsg;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	kmsg = kmsg_open(_metadata);
+	ima_env_watch(_metadata, &self->env);
 	ASSERT_EQ(denied ? EACCES : 0,
-		  test_open(self->path, O_WRONLY | O_TRUNC));
-	ASSERT_EQ(0, stat(self->path, &st));
+		  test_open(self->env.path, O_WRONLY | O_TRUNC));
+	ASSERT_EQ(0, stat(self->env.path, &st));
 	len = denied ? sizeof(contents) - 1 : 0;
-	ASSERT_EQ(len, st.st_size)
+	EXPECT_EQ(len, st.st_size)
 	{
 		TH_LOG("%s mode: %s is %lld bytes after O_TRUNC, expected %zu",
-		       mode_names[self->cell.mode], self->path,
+		       mode_names[self->env.cell.mode], self->env.path,
 		       (long long)st.st_size, len);
 	}
-	assert_audited(_metadata, &self->cell, kmsg, self->path,
-		       variant->state);
-	close(kmsg);
-	if (!denied && passed && cell_audits(&self->cell)) {
-		empty_len = ima_hash_xattr(&self->cell, "", 0, empty);
-		assert_ima_is(_metadata, self->path, empty, empty_len);
+	expect_audited(_metadata, &self->env.cell, &self->env.log,
+		       self->env.path, variant->state);
+	if (!denied && passed && cell_appraises(&self->env.cell)) {
+		empty_len = ima_hash_xattr(&self->env.cell, "", 0, empty);
+		expect_ima_is(_metadata, self->env.path, empty, empty_len);
 	} else {
 		/* denied, failed in log mode, or IMA off: the old label */
-		struct cell unfixed = self->cell;
-
-		unfixed.mode = MODE_LOG;
-		assert_ima_after(_metadata, &unfixed, self->path,
-				 variant->state, self->good);
+		expect_ima_kept(_metadata, self->env.path, variant->state,
+				self->env.good);
 	}
 }
 

@@ -35,33 +35,27 @@
 #define TRUNC_LEN 15
 
 static const char data_name[] = "data";
-static const char *const layout_files[] = { data_name, NULL };
 
 FIXTURE(setattr)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char path[PATH_MAX];
-	uint8_t old[IMA_XATTR_MAX];
-	size_t old_len;
+	/* env.path is data, env.good its security.ima when the test starts */
+	struct ima_env env;
 };
 
 FIXTURE_SETUP(setattr)
 {
-	self->skip = setup_cell(_metadata, &self->cell, self->dir, "setattr");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "setattr", data_name))
 		return;
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
-	self->old_len = create_labelled(_metadata, &self->cell, self->path,
-					OLD_CONTENTS, self->old);
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	self->env.good_len = create_labelled(_metadata, &self->env.cell,
+					     self->env.path, OLD_CONTENTS,
+					     strlen(OLD_CONTENTS),
+					     self->env.good);
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 }
 
 FIXTURE_TEARDOWN(setattr)
 {
-	if (!self->skip)
-		cleanup_dir(_metadata, self->dir, layout_files);
+	ima_env_teardown(_metadata, &self->env);
 }
 
 /*
@@ -85,14 +79,15 @@ static bool chown_out_removes(const struct cell *cell)
  */
 TEST_F(setattr, chown_out_of_policy)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(0, chown(self->path, FOWNER_NOT_IN_POLICY, -1));
-	if (chown_out_removes(&self->cell))
-		assert_no_ima(_metadata, self->path);
+	ASSERT_EQ(0, chown(self->env.path, FOWNER_NOT_IN_POLICY, -1));
+	if (chown_out_removes(&self->env.cell))
+		expect_no_ima(_metadata, self->env.path);
 	else
-		assert_ima_is(_metadata, self->path, self->old, self->old_len);
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+		expect_ima_is(_metadata, self->env.path, self->env.good,
+			      self->env.good_len);
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 }
 
 /*
@@ -103,20 +98,22 @@ TEST_F(setattr, chown_out_of_policy)
  */
 TEST_F(setattr, chown_group_keeps)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(0, chown(self->path, -1, FOWNER_NOT_IN_POLICY));
-	assert_ima_is(_metadata, self->path, self->old, self->old_len);
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	ASSERT_EQ(0, chown(self->env.path, -1, FOWNER_NOT_IN_POLICY));
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 }
 
 TEST_F(setattr, chmod_keeps)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(0, chmod(self->path, 0700));
-	assert_ima_is(_metadata, self->path, self->old, self->old_len);
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	ASSERT_EQ(0, chmod(self->env.path, 0700));
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 }
 
 /*
@@ -133,21 +130,22 @@ TEST_F(setattr, chown_out_with_open_writer)
 {
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	fd = open(self->path, O_WRONLY | O_CLOEXEC);
+	fd = open(self->env.path, O_WRONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
 	ASSERT_EQ(0, fchown(fd, FOWNER_NOT_IN_POLICY, -1));
 	ASSERT_EQ(0, close(fd));
-	if (chown_out_removes(&self->cell))
-		assert_no_ima(_metadata, self->path);
-	else if (self->cell.policy == POLICY_CUSTOM)
-		assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	if (chown_out_removes(&self->env.cell))
+		expect_no_ima(_metadata, self->env.path);
+	else if (self->env.cell.policy == POLICY_CUSTOM)
+		expect_ima_is(_metadata, self->env.path, self->env.good,
+			      self->env.good_len);
 	else
-		assert_labelled_after_close(_metadata, &self->cell, self->path,
-					    NEW_CONTENTS, self->old,
-					    self->old_len);
+		expect_labelled_after_close(_metadata, &self->env.cell,
+					    self->env.path, NEW_CONTENTS,
+					    self->env.good, self->env.good_len);
 }
 
 /*
@@ -169,36 +167,35 @@ TEST_F(setattr, chown_out_with_open_writer)
 TEST_F(setattr, chown_reappraises)
 {
 	char rule[256], uuid[37];
-	int kmsg;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	if (self->cell.policy != POLICY_CUSTOM)
+	if (self->env.cell.policy != POLICY_CUSTOM)
 		CELL_SKIP(
 			return,
 			      "needs an appraise_type=imasig rule for fowner=%d, and a %s policy cannot be extended",
 			      FOWNER_SETATTR_IMASIG,
-			      policy_names[self->cell.policy]);
+			      policy_names[self->env.cell.policy]);
 	scratch_fsuuid(_metadata, scratch_dir(), uuid);
 	snprintf(
 		rule, sizeof(rule),
 		"appraise func=FILE_CHECK fsuuid=%s fowner=%d appraise_type=imasig",
 		uuid, FOWNER_SETATTR_IMASIG);
 	policy_add_rule(_metadata, rule);
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 
-	ASSERT_EQ(0, chown(self->path, FOWNER_SETATTR_IMASIG, -1));
-	kmsg = kmsg_open(_metadata);
-	ASSERT_EQ(self->cell.mode == MODE_ENFORCE ? EACCES : 0,
-		  test_open(self->path, O_RDONLY))
+	ASSERT_EQ(0, chown(self->env.path, FOWNER_SETATTR_IMASIG, -1));
+	ima_env_watch(_metadata, &self->env);
+	ASSERT_EQ(self->env.cell.mode == MODE_ENFORCE ? EACCES : 0,
+		  test_open(self->env.path, O_RDONLY))
 	{
 		TH_LOG("%s mode: open after the chown into an imasig rule",
-		       mode_names[self->cell.mode]);
+		       mode_names[self->env.cell.mode]);
 	}
-	assert_cause_logged(_metadata, &self->cell, kmsg, self->path,
-			    "cause=IMA-signature-required");
-	close(kmsg);
-	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	expect_cause_logged(_metadata, &self->env.cell, &self->env.log,
+			    self->env.path, "IMA-signature-required");
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 }
 
 /*
@@ -212,17 +209,19 @@ TEST_F(setattr, ftruncate_relabels)
 	char truncated[TRUNC_LEN + 1];
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	memcpy(truncated, OLD_CONTENTS, TRUNC_LEN);
 	truncated[TRUNC_LEN] = '\0';
-	fd = open(self->path, O_WRONLY | O_CLOEXEC);
+	fd = open(self->env.path, O_WRONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ftruncate(fd, TRUNC_LEN));
-	assert_ima_is(_metadata, self->path, self->old, self->old_len);
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 	ASSERT_EQ(0, close(fd));
-	assert_labelled_after_close(_metadata, &self->cell, self->path,
-				    truncated, self->old, self->old_len);
+	expect_labelled_after_close(_metadata, &self->env.cell, self->env.path,
+				    truncated, self->env.good,
+				    self->env.good_len);
 }
 
 TEST_HARNESS_MAIN

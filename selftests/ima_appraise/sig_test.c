@@ -32,13 +32,27 @@
 #define FOWNER_IMASIG_STR XSTR(FOWNER_IMASIG)
 
 static const char signed_name[] = "signed";
-static const char *const layout_files[] = { signed_name, NULL };
 static const char tampered[] = "tampered\n";
 
 /* enforce denies what fails appraisal; fix, log and off allow it. */
 static int denied(const struct cell *cell, bool valid)
 {
 	return cell->mode == MODE_ENFORCE && !valid ? EACCES : 0;
+}
+
+/*
+ * After an access: a label that verifies leaves no record; one that does
+ * not is logged with cause where the cell appraises (cell_appraises()).
+ */
+static void expect_sig_audited(struct __test_metadata *const _metadata,
+			       struct ima_env *env, bool valid,
+			       const char *cause)
+{
+	if (valid)
+		expect_not_logged(_metadata, &env->log, env->path, NULL);
+	else
+		expect_cause_logged(_metadata, &env->cell, &env->log, env->path,
+				    cause);
 }
 
 /* ---- the .ima keyring ---- */
@@ -76,13 +90,9 @@ TEST(ima_keyring_takes_ca_signed_cert_twice)
 
 FIXTURE(signed_file)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char path[PATH_MAX];
+	struct ima_env env;
 	uint8_t sig[SIG_MAX];
 	size_t sig_len;
-	int kmsg;
 };
 
 FIXTURE_VARIANT(signed_file)
@@ -137,9 +147,7 @@ FIXTURE_SETUP(signed_file)
 	size_t len;
 	int fd;
 
-	self->kmsg = -1;
-	self->skip = setup_cell(_metadata, &self->cell, self->dir, "sig");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "sig", signed_name))
 		return;
 	load_ima_key(_metadata);
 	len = read_key_file(_metadata, "payload", payload, sizeof(payload));
@@ -147,29 +155,25 @@ FIXTURE_SETUP(signed_file)
 				      sizeof(self->sig));
 	ASSERT_EQ(EVM_IMA_XATTR_DIGSIG, self->sig[0]);
 
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir,
-		 signed_name);
-	fd = open(self->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	fd = open(self->env.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		  0644);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(len, write(fd, payload, len));
 	if (variant->tampered)
 		ASSERT_EQ(sizeof(tampered) - 1,
 			  write(fd, tampered, sizeof(tampered) - 1));
 	ASSERT_EQ(0, close(fd));
-	ASSERT_EQ(0,
-		  setxattr(self->path, XATTR_IMA, self->sig, self->sig_len, 0))
+	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, self->sig,
+			      self->sig_len, 0))
 	{
-		TH_LOG("setxattr %s: %s", self->path, strerror(errno));
+		TH_LOG("setxattr %s: %s", self->env.path, strerror(errno));
 	}
-	self->kmsg = kmsg_open(_metadata);
+	ima_env_watch(_metadata, &self->env);
 }
 
 FIXTURE_TEARDOWN(signed_file)
 {
-	if (self->kmsg >= 0)
-		close(self->kmsg);
-	if (!self->skip)
-		cleanup_dir(_metadata, self->dir, layout_files);
+	ima_env_teardown(_metadata, &self->env);
 }
 
 /*
@@ -180,14 +184,13 @@ FIXTURE_TEARDOWN(signed_file)
  */
 TEST_F(signed_file, read)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(denied(&self->cell, variant->valid),
-		  test_open(self->path, O_RDONLY));
-	assert_sig_is(_metadata, self->path, self->sig, self->sig_len);
-	if (!variant->valid && self->cell.mode != MODE_OFF)
-		assert_cause(_metadata, &self->cell, self->kmsg, self->path,
-			     "invalid-signature");
+	ASSERT_EQ(denied(&self->env.cell, variant->valid),
+		  test_open(self->env.path, O_RDONLY));
+	expect_sig_is(_metadata, self->env.path, self->sig, self->sig_len);
+	expect_sig_audited(_metadata, &self->env, variant->valid,
+			   "invalid-signature");
 }
 
 /*
@@ -203,30 +206,30 @@ TEST_F(signed_file, write)
 {
 	int fd;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	fd = open(self->path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (self->cell.mode == MODE_ENFORCE) {
+	fd = open(self->env.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (self->env.cell.mode == MODE_ENFORCE) {
 		ASSERT_EQ(-1, fd);
 		ASSERT_EQ(EACCES, errno);
 	} else {
 		ASSERT_LE(0, fd)
 		{
 			TH_LOG("%s mode: open for write: %s",
-			       mode_names[self->cell.mode], strerror(errno));
+			       mode_names[self->env.cell.mode],
+			       strerror(errno));
 		}
 		ASSERT_EQ(sizeof(tampered) - 1,
 			  write(fd, tampered, sizeof(tampered) - 1));
 		ASSERT_EQ(0, close(fd));
 	}
-	assert_sig_is(_metadata, self->path, self->sig, self->sig_len);
-	if (self->cell.mode == MODE_ENFORCE || self->cell.mode == MODE_OFF)
+	expect_sig_is(_metadata, self->env.path, self->sig, self->sig_len);
+	if (self->env.cell.mode == MODE_ENFORCE)
 		return;
-	/* fix and log: the content no longer matches any signature */
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
-	assert_cause(_metadata, &self->cell, self->kmsg, self->path,
-		     "invalid-signature");
-	assert_sig_is(_metadata, self->path, self->sig, self->sig_len);
+	/* the content no longer matches any signature */
+	EXPECT_EQ(0, test_open(self->env.path, O_RDONLY));
+	expect_sig_audited(_metadata, &self->env, false, "invalid-signature");
+	expect_sig_is(_metadata, self->env.path, self->sig, self->sig_len);
 }
 
 /* ---- a signed executable ---- */
@@ -240,13 +243,9 @@ TEST_F(signed_file, write)
  */
 FIXTURE(signed_exec)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char path[PATH_MAX];
+	struct ima_env env;
 	uint8_t sig[SIG_MAX];
 	size_t sig_len;
-	int kmsg;
 };
 
 FIXTURE_VARIANT(signed_exec)
@@ -277,9 +276,7 @@ FIXTURE_SETUP(signed_exec)
 	size_t len;
 	void *elf;
 
-	self->kmsg = -1;
-	self->skip = setup_cell(_metadata, &self->cell, self->dir, "sig");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "sig", signed_name))
 		return;
 	load_ima_key(_metadata);
 	self->sig_len = read_key_file(_metadata, variant->sig, self->sig,
@@ -287,33 +284,27 @@ FIXTURE_SETUP(signed_exec)
 	/* keys/../exec_helper: the binary the harness signed */
 	keys_path(helper, "../exec_helper");
 	elf = read_file(_metadata, helper, &len);
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir,
-		 signed_name);
-	create_file(_metadata, self->path, elf, len);
+	create_file(_metadata, self->env.path, elf, len);
 	free(elf);
-	ASSERT_EQ(0,
-		  setxattr(self->path, XATTR_IMA, self->sig, self->sig_len, 0));
-	self->kmsg = kmsg_open(_metadata);
+	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, self->sig,
+			      self->sig_len, 0));
+	ima_env_watch(_metadata, &self->env);
 }
 
 FIXTURE_TEARDOWN(signed_exec)
 {
-	if (self->kmsg >= 0)
-		close(self->kmsg);
-	if (!self->skip)
-		cleanup_dir(_metadata, self->dir, layout_files);
+	ima_env_teardown(_metadata, &self->env);
 }
 
 TEST_F(signed_exec, execve)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(denied(&self->cell, variant->valid),
-		  test_execve(_metadata, self->path));
-	assert_sig_is(_metadata, self->path, self->sig, self->sig_len);
-	if (!variant->valid && self->cell.mode != MODE_OFF)
-		assert_cause(_metadata, &self->cell, self->kmsg, self->path,
-			     "invalid-signature");
+	ASSERT_EQ(denied(&self->env.cell, variant->valid),
+		  test_execve(_metadata, self->env.path));
+	expect_sig_is(_metadata, self->env.path, self->sig, self->sig_len);
+	expect_sig_audited(_metadata, &self->env, variant->valid,
+			   "invalid-signature");
 }
 
 /* ---- appraise_type=imasig ---- */
@@ -326,15 +317,11 @@ TEST_F(signed_exec, execve)
  */
 FIXTURE(imasig_rule)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char path[PATH_MAX];
+	struct ima_env env;
 	uint8_t before[SIG_MAX];
 	ssize_t before_len;
 	uint8_t hash[IMA_XATTR_MAX];
 	size_t hash_len;
-	int kmsg;
 };
 
 FIXTURE_VARIANT(imasig_rule)
@@ -376,15 +363,13 @@ FIXTURE_SETUP(imasig_rule)
 	char rule[256], uuid[37];
 	size_t len;
 
-	self->kmsg = -1;
-	self->skip = setup_cell(_metadata, &self->cell, self->dir, "sig");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "sig", signed_name))
 		return;
-	if (self->cell.policy != POLICY_CUSTOM) {
-		self->skip = true;
+	if (self->env.cell.policy != POLICY_CUSTOM) {
+		self->env.skip = true;
 		/* imasig there is for POLICY_CHECK only; never replace it */
 		CELL_SKIP(return, "imasig rules need a custom policy, not %s",
-				policy_names[self->cell.policy]);
+				policy_names[self->env.cell.policy]);
 	}
 	load_ima_key(_metadata);
 	scratch_fsuuid(_metadata, scratch_dir(), uuid);
@@ -393,12 +378,11 @@ FIXTURE_SETUP(imasig_rule)
 	policy_add_rule(_metadata, rule);
 
 	len = read_key_file(_metadata, "payload", payload, sizeof(payload));
-	self->hash_len = ima_hash_xattr(&self->cell, payload, len, self->hash);
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir,
-		 signed_name);
-	create_file(_metadata, self->path, payload, len);
-	ASSERT_EQ(0, chown(self->path, FOWNER_IMASIG, 0));
-	if (removexattr(self->path, XATTR_IMA))
+	self->hash_len =
+		ima_hash_xattr(&self->env.cell, payload, len, self->hash);
+	create_file(_metadata, self->env.path, payload, len);
+	ASSERT_EQ(0, chown(self->env.path, FOWNER_IMASIG, 0));
+	if (removexattr(self->env.path, XATTR_IMA))
 		ASSERT_EQ(ENODATA, errno);
 	if (variant->label && !strcmp(variant->label, "hash")) {
 		memcpy(self->before, self->hash, self->hash_len);
@@ -411,19 +395,14 @@ FIXTURE_SETUP(imasig_rule)
 		self->before_len = 0;
 	}
 	if (self->before_len)
-		ASSERT_EQ(0, setxattr(self->path, XATTR_IMA, self->before,
+		ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, self->before,
 				      self->before_len, 0));
-	self->kmsg = kmsg_open(_metadata);
+	ima_env_watch(_metadata, &self->env);
 }
 
 FIXTURE_TEARDOWN(imasig_rule)
 {
-	if (self->kmsg >= 0)
-		close(self->kmsg);
-	if (self->dir[0] && self->path[0])
-		cleanup_dir(_metadata, self->dir, layout_files);
-	else if (self->dir[0])
-		EXPECT_EQ(0, rmdir(self->dir));
+	ima_env_teardown(_metadata, &self->env);
 }
 
 /*
@@ -434,21 +413,20 @@ FIXTURE_TEARDOWN(imasig_rule)
  */
 TEST_F(imasig_rule, read)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(denied(&self->cell, variant->valid),
-		  test_open(self->path, O_RDONLY));
-	if (self->cell.mode == MODE_FIX && !variant->valid)
-		assert_ima_is(_metadata, self->path, self->hash,
+	ASSERT_EQ(denied(&self->env.cell, variant->valid),
+		  test_open(self->env.path, O_RDONLY));
+	if (self->env.cell.mode == MODE_FIX && !variant->valid)
+		expect_ima_is(_metadata, self->env.path, self->hash,
 			      self->hash_len);
 	else if (self->before_len)
-		assert_sig_is(_metadata, self->path, self->before,
+		expect_sig_is(_metadata, self->env.path, self->before,
 			      self->before_len);
 	else
-		assert_no_ima(_metadata, self->path);
-	if (!variant->valid && self->cell.mode != MODE_OFF)
-		assert_cause(_metadata, &self->cell, self->kmsg, self->path,
-			     "IMA-signature-required");
+		expect_no_ima(_metadata, self->env.path);
+	expect_sig_audited(_metadata, &self->env, variant->valid,
+			   "IMA-signature-required");
 }
 
 TEST_HARNESS_MAIN

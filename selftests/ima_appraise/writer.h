@@ -13,22 +13,6 @@
 #define LOCKDEP_STATS "/proc/lockdep_stats"
 #define LOCKDEP_CLASSES "/proc/lockdep"
 
-/*
- * Whether IMA appraises at all in this cell, and so labels a file it
- * appraised at its last writer's close (ima_check_last_writer() ->
- * ima_update_xattr()).  Only ima_appraise=off under a custom policy turns
- * it off: ima_update_policy_flags() drops IMA_APPRAISE from
- * ima_policy_flag, and process_measurement(), ima_file_free() and
- * ima_inode_post_setattr() all return at once.  Under the builtin (and
- * legacy) appraise_tcb policy its POLICY_CHECK rule ORs
- * IMA_APPRAISE_POLICY into ima_appraise, so off appraises like log:
- * same as cell_audits().
- */
-static inline bool cell_appraises(const struct cell *cell)
-{
-	return cell_audits(cell);
-}
-
 /* Writes all of data at offset off of fd. */
 static inline void pwrite_all(struct __test_metadata *const _metadata, int fd,
 			      const void *data, size_t len, off_t off)
@@ -40,30 +24,11 @@ static inline void pwrite_all(struct __test_metadata *const _metadata, int fd,
 }
 
 /*
- * Creates path root-owned with data and the correct security.ima for it
- * in this cell; returns that value in good and its length.
- */
-static inline size_t create_labelled(struct __test_metadata *const _metadata,
-				     const struct cell *cell, const char *path,
-				     const char *data,
-				     uint8_t good[IMA_XATTR_MAX])
-{
-	size_t len = ima_hash_xattr(cell, data, strlen(data), good);
-
-	create_file(_metadata, path, data, strlen(data));
-	ASSERT_EQ(0, setxattr(path, XATTR_IMA, good, len, 0))
-	{
-		TH_LOG("setxattr %s: %s", path, strerror(errno));
-	}
-	return len;
-}
-
-/*
  * After the last writer of path closed it with contents data: IMA wrote
  * the hash of data where the cell appraises, and left the value it had
  * before (old, or none if old_len is 0) where it does not.
  */
-static inline void assert_labelled_after_close(
+static inline void expect_labelled_after_close(
 	struct __test_metadata *const _metadata, const struct cell *cell,
 	const char *path, const char *data, const uint8_t *old, size_t old_len)
 {
@@ -72,11 +37,11 @@ static inline void assert_labelled_after_close(
 
 	if (cell_appraises(cell)) {
 		len = ima_hash_xattr(cell, data, strlen(data), want);
-		assert_ima_is(_metadata, path, want, len);
+		expect_ima_is(_metadata, path, want, len);
 	} else if (old_len) {
-		assert_ima_is(_metadata, path, old, old_len);
+		expect_ima_is(_metadata, path, old, old_len);
 	} else {
-		assert_no_ima(_metadata, path);
+		expect_no_ima(_metadata, path);
 	}
 }
 

@@ -37,34 +37,26 @@
 #define IMA_XATTR_LAST 7
 
 static const char data_name[] = "data";
-static const char *const layout_files[] = { data_name, NULL };
 
 FIXTURE(ima_xattr)
 {
-	bool skip;
-	struct cell cell;
-	char dir[DIR_MAX];
-	char path[PATH_MAX];
-	uint8_t good[IMA_XATTR_MAX];
-	size_t good_len;
+	struct ima_env env;
 	uint8_t wrong[IMA_XATTR_MAX];
 };
 
 FIXTURE_SETUP(ima_xattr)
 {
-	self->skip = setup_cell(_metadata, &self->cell, self->dir, "xattr");
-	if (self->skip)
+	if (ima_env_setup(_metadata, &self->env, "xattr", data_name))
 		return;
-	snprintf(self->path, sizeof(self->path), "%s/%s", self->dir, data_name);
-	self->good_len = create_labelled(_metadata, &self->cell, self->path,
-					 CONTENTS, self->good);
-	ima_wrong_xattr(self->good, self->wrong);
+	self->env.good_len = create_labelled(_metadata, &self->env.cell,
+					     self->env.path, CONTENTS,
+					     strlen(CONTENTS), self->env.good);
+	ima_wrong_xattr(self->env.good, self->wrong);
 }
 
 FIXTURE_TEARDOWN(ima_xattr)
 {
-	if (!self->skip)
-		cleanup_dir(_metadata, self->dir, layout_files);
+	ima_env_teardown(_metadata, &self->env);
 }
 
 /* Drops CAP_SYS_ADMIN from the effective and permitted sets; 0 or errno. */
@@ -133,28 +125,32 @@ static int set_ima(const char *path, const void *value, size_t len)
  */
 TEST_F(ima_xattr, set_without_cap_sys_admin)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(EPERM, change_without_cap(_metadata, self->path, self->wrong,
-					    self->good_len));
-	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+	ASSERT_EQ(EPERM, change_without_cap(_metadata, self->env.path,
+					    self->wrong, self->env.good_len));
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 }
 
 TEST_F(ima_xattr, remove_without_cap_sys_admin)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(EPERM, change_without_cap(_metadata, self->path, NULL, 0));
-	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+	ASSERT_EQ(EPERM,
+		  change_without_cap(_metadata, self->env.path, NULL, 0));
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 }
 
 /* Fails on a kernel without the !xattr_value_len test. */
 TEST_F(ima_xattr, set_empty_value)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(EINVAL, set_ima(self->path, "", 0));
-	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+	ASSERT_EQ(EINVAL, set_ima(self->env.path, "", 0));
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 }
 
 /* Type IMA_XATTR_LAST itself: fails on an off-by-one (> instead of >=). */
@@ -162,12 +158,13 @@ TEST_F(ima_xattr, set_type_last)
 {
 	uint8_t value[IMA_XATTR_MAX];
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	memcpy(value, self->good, self->good_len);
+	memcpy(value, self->env.good, self->env.good_len);
 	value[0] = IMA_XATTR_LAST;
-	ASSERT_EQ(EINVAL, set_ima(self->path, value, self->good_len));
-	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+	ASSERT_EQ(EINVAL, set_ima(self->env.path, value, self->env.good_len));
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 }
 
 /* Fails on a kernel that does not check the type at all. */
@@ -175,12 +172,13 @@ TEST_F(ima_xattr, set_type_unknown)
 {
 	uint8_t value[IMA_XATTR_MAX];
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	memcpy(value, self->good, self->good_len);
+	memcpy(value, self->env.good, self->env.good_len);
 	value[0] = 0x7f;
-	ASSERT_EQ(EINVAL, set_ima(self->path, value, self->good_len));
-	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+	ASSERT_EQ(EINVAL, set_ima(self->env.path, value, self->env.good_len));
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 }
 
 /*
@@ -191,29 +189,21 @@ TEST_F(ima_xattr, set_type_unknown)
  */
 TEST_F(ima_xattr, set_unavailable_algo)
 {
-	const char *scratch = scratch_dir();
 	uint8_t value[2 + 32];
-	char name[PATH_MAX + 8];
-	int kmsg;
 
-	if (self->skip)
+	if (self->env.skip)
 		return;
 	value[0] = IMA_XATTR_DIGEST_NG;
 	value[1] = HASH_ALGO_WP_256;
 	memset(value + 2, 0x5a, sizeof(value) - 2);
-	kmsg = kmsg_open(_metadata);
-	ASSERT_EQ(EACCES, set_ima(self->path, value, sizeof(value)));
-	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+	ima_env_watch(_metadata, &self->env);
+	ASSERT_EQ(EACCES, set_ima(self->env.path, value, sizeof(value)));
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 	/* The audit name is the dentry path inside the filesystem. */
-	snprintf(name, sizeof(name), "name=\"%s\"",
-		 self->path + strlen(scratch));
-	ASSERT_TRUE(
-		kmsg_wait_for(kmsg, "cause=unavailable-hash-algorithm", name))
-	{
-		TH_LOG("no audit record cause=unavailable-hash-algorithm %s",
-		       name);
-	}
-	close(kmsg);
+	expect_logged(_metadata, &self->env.log,
+		      self->env.path + strlen(scratch_dir()),
+		      "unavailable-hash-algorithm");
 }
 
 /*
@@ -223,17 +213,19 @@ TEST_F(ima_xattr, set_unavailable_algo)
  */
 static void check_reappraised(struct __test_metadata *const _metadata,
 			      FIXTURE_DATA(ima_xattr) * self,
-			      enum ima_state state, int kmsg)
+			      enum ima_state state)
 {
-	ASSERT_EQ(expected_errno(&self->cell, state),
-		  test_open(self->path, O_RDONLY))
+	ASSERT_EQ(expected_errno(&self->env.cell, state),
+		  test_open(self->env.path, O_RDONLY))
 	{
 		TH_LOG("%s mode, %s policy: open after security.ima changed",
-		       mode_names[self->cell.mode],
-		       policy_names[self->cell.policy]);
+		       mode_names[self->env.cell.mode],
+		       policy_names[self->env.cell.policy]);
 	}
-	assert_ima_after(_metadata, &self->cell, self->path, state, self->good);
-	assert_audited(_metadata, &self->cell, kmsg, self->path, state);
+	expect_ima_after(_metadata, &self->env.cell, self->env.path, state,
+			 self->env.good);
+	expect_audited(_metadata, &self->env.cell, &self->env.log,
+		       self->env.path, state);
 }
 
 /*
@@ -244,29 +236,23 @@ static void check_reappraised(struct __test_metadata *const _metadata,
  */
 TEST_F(ima_xattr, set_wrong_reappraises)
 {
-	int kmsg;
-
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
-	ASSERT_EQ(0, set_ima(self->path, self->wrong, self->good_len));
-	kmsg = kmsg_open(_metadata);
-	check_reappraised(_metadata, self, STATE_WRONG, kmsg);
-	close(kmsg);
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
+	ASSERT_EQ(0, set_ima(self->env.path, self->wrong, self->env.good_len));
+	ima_env_watch(_metadata, &self->env);
+	check_reappraised(_metadata, self, STATE_WRONG);
 }
 
 /* Passed and cached, then security.ima removed: the same. */
 TEST_F(ima_xattr, remove_reappraises)
 {
-	int kmsg;
-
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
-	ASSERT_EQ(0, removexattr(self->path, XATTR_IMA));
-	kmsg = kmsg_open(_metadata);
-	check_reappraised(_metadata, self, STATE_MISSING, kmsg);
-	close(kmsg);
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
+	ASSERT_EQ(0, removexattr(self->env.path, XATTR_IMA));
+	ima_env_watch(_metadata, &self->env);
+	check_reappraised(_metadata, self, STATE_MISSING);
 }
 
 /*
@@ -276,14 +262,16 @@ TEST_F(ima_xattr, remove_reappraises)
  */
 TEST_F(ima_xattr, set_correct_allows)
 {
-	if (self->skip)
+	if (self->env.skip)
 		return;
-	ASSERT_EQ(0, set_ima(self->path, self->wrong, self->good_len));
-	ASSERT_EQ(expected_errno(&self->cell, STATE_WRONG),
-		  test_open(self->path, O_RDONLY));
-	ASSERT_EQ(0, set_ima(self->path, self->good, self->good_len));
-	ASSERT_EQ(0, test_open(self->path, O_RDONLY));
-	assert_ima_is(_metadata, self->path, self->good, self->good_len);
+	ASSERT_EQ(0, set_ima(self->env.path, self->wrong, self->env.good_len));
+	ASSERT_EQ(expected_errno(&self->env.cell, STATE_WRONG),
+		  test_open(self->env.path, O_RDONLY));
+	ASSERT_EQ(0,
+		  set_ima(self->env.path, self->env.good, self->env.good_len));
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
+	expect_ima_is(_metadata, self->env.path, self->env.good,
+		      self->env.good_len);
 }
 
 TEST_HARNESS_MAIN

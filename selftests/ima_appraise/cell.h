@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The cell: what the boot under test is, read from /proc/cmdline (the
+ * harness marker, ima_appraise=, the policy source, ima_hash= and
+ * ima_appraise_setattr=), and what that means for IMA.
+ */
+
+#ifndef _IMA_APPRAISE_CELL_H
+#define _IMA_APPRAISE_CELL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define IMA_SELFTEST_MARKER "ima_selftest.harness=1"
+
+/* enum hash_algo of include/uapi/linux/hash_info.h */
+#define HASH_ALGO_SHA1 2
+#define HASH_ALGO_SHA256 4
+
+enum appraise_mode { MODE_ENFORCE, MODE_FIX, MODE_LOG, MODE_OFF };
+enum policy_source { POLICY_BUILTIN, POLICY_LEGACY, POLICY_CUSTOM };
+
+static const char *const mode_names[] = { "enforce", "fix", "log", "off" };
+static const char *const policy_names[] = { "builtin", "legacy", "custom" };
+
+/* The boot this test runs in, as /proc/cmdline describes it. */
+struct cell {
+	bool harness;
+	enum appraise_mode mode;
+	enum policy_source policy;
+	/* ima_hash=: what IMA hashes new and repaired files with (enum hash_algo) */
+	int hash_algo;
+	/* ima_appraise_setattr=remove: post_setattr removes security.ima */
+	bool setattr_remove;
+};
+
+/* SKIP for a reason the cell states; the harness accepts only these. */
+#define CELL_SKIP(statement, fmt, ...) \
+	SKIP(statement, "not for this cell: " fmt, ##__VA_ARGS__)
+
+static inline bool cmdline_has(const char *cmdline, const char *token)
+{
+	size_t len = strlen(token);
+	const char *p = cmdline;
+
+	while ((p = strstr(p, token))) {
+		if ((p == cmdline || p[-1] == ' ') &&
+		    (p[len] == ' ' || p[len] == '\n' || p[len] == '\0'))
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+/*
+ * Value of "key=" on the command line (last one wins, as for the kernel).
+ * The key must be followed by '=': "ima_appraise" does not match
+ * ima_appraise_tcb or ima_appraise_setattr=.
+ */
+static inline const char *cmdline_value(const char *cmdline, const char *key,
+					char *val, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = cmdline, *found = NULL;
+
+	while ((p = strstr(p, key))) {
+		if ((p == cmdline || p[-1] == ' ') && p[klen] == '=')
+			found = p + klen + 1;
+		p += klen;
+	}
+	if (!found)
+		return NULL;
+	snprintf(val, size, "%.*s", (int)strcspn(found, "\n "), found);
+	return val;
+}
+
+/* Returns 0, or an errno if /proc/cmdline cannot be read. */
+static inline int read_cell(struct cell *cell)
+{
+	char cmdline[4096], val[256];
+	ssize_t len;
+	int fd;
+
+	fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	len = read(fd, cmdline, sizeof(cmdline) - 1);
+	close(fd);
+	if (len < 0)
+		return errno;
+	cmdline[len] = '\0';
+
+	cell->harness = cmdline_has(cmdline, IMA_SELFTEST_MARKER);
+
+	/* Same prefix matching as ima_appraise_parse_cmdline(); default enforce. */
+	cell->mode = MODE_ENFORCE;
+	if (cmdline_value(cmdline, "ima_appraise", val, sizeof(val))) {
+		if (!strncmp(val, "off", 3))
+			cell->mode = MODE_OFF;
+		else if (!strncmp(val, "log", 3))
+			cell->mode = MODE_LOG;
+		else if (!strncmp(val, "fix", 3))
+			cell->mode = MODE_FIX;
+	}
+
+	/*
+	 * ima_hash= (hash_setup()): a name of hash_algo_name[]; the kernels
+	 * under test default to SHA-1.  Only the algorithms the tests can
+	 * compute are known; anything else is 0 and ima_env_setup() fails.
+	 */
+	cell->hash_algo = HASH_ALGO_SHA1;
+	if (cmdline_value(cmdline, "ima_hash", val, sizeof(val))) {
+		if (!strcmp(val, "sha1"))
+			cell->hash_algo = HASH_ALGO_SHA1;
+		else if (!strcmp(val, "sha256"))
+			cell->hash_algo = HASH_ALGO_SHA256;
+		else
+			cell->hash_algo = 0;
+	}
+
+	cell->setattr_remove = cmdline_value(cmdline, "ima_appraise_setattr",
+					     val, sizeof(val)) &&
+			       !strcmp(val, "remove");
+
+	/* ima_policy= takes '|'-separated names; appraise_tcb is ours. */
+	if (cmdline_value(cmdline, "ima_policy", val, sizeof(val)) &&
+	    strstr(val, "appraise_tcb"))
+		cell->policy = POLICY_BUILTIN;
+	else if (cmdline_has(cmdline, "ima_appraise_tcb"))
+		cell->policy = POLICY_LEGACY;
+	else
+		cell->policy = POLICY_CUSTOM;
+	return 0;
+}
+
+/*
+ * Whether IMA appraises at all in this cell: it then appraises files in
+ * policy, logs failures (audit cause=), and labels a file it appraised at
+ * its last writer's close (ima_check_last_writer() -> ima_update_xattr()).
+ *
+ * Only ima_appraise=off under a custom policy turns it off:
+ * ima_update_policy_flags() drops IMA_APPRAISE from ima_policy_flag, and
+ * process_measurement(), ima_file_free() and ima_inode_post_setattr() all
+ * return at once.  Under the builtin (and legacy) appraise_tcb policy its
+ * "appraise func=POLICY_CHECK" rule makes ima_update_policy_flags() OR
+ * IMA_APPRAISE_POLICY into ima_appraise, so IMA_APPRAISE stays in
+ * ima_policy_flag: files are still appraised and failures logged, but
+ * neither denied (no IMA_APPRAISE_ENFORCE) nor repaired (no
+ * IMA_APPRAISE_FIX): builtin/legacy off behaves as log.
+ */
+static inline bool cell_appraises(const struct cell *cell)
+{
+	return cell->mode != MODE_OFF || cell->policy != POLICY_CUSTOM;
+}
+
+#endif /* _IMA_APPRAISE_CELL_H */
