@@ -10,7 +10,7 @@
  *   hash.h    SHA-1, SHA-256 and their known-answer self-test
  *   cell.h    the cell: /proc/cmdline, cell_appraises()
  *   label.h   files and their security.ima
- *   audit.h   audit records in the kernel log, their absence proven by a
+ *   kmsg.h    audit records in the kernel log, their absence proven by a
  *             sentinel
  *   policy.h  the custom policy and the uid table of its rules
  *
@@ -40,9 +40,9 @@
 #include <unistd.h>
 
 #include "../kselftest_harness.h"
-#include "audit.h"
 #include "cell.h"
 #include "hash.h"
+#include "kmsg.h"
 #include "label.h"
 #include "policy.h"
 
@@ -199,6 +199,8 @@ struct ima_env {
 	size_t good_len;
 	/* the kernel log from ima_env_watch() on */
 	struct audit_log log;
+	/* every file of dir must pass: no record may name one (teardown) */
+	bool quiet;
 };
 
 /*
@@ -216,12 +218,30 @@ static inline bool ima_env_setup(struct __test_metadata *const _metadata,
 	return env->skip;
 }
 
-/* From now on env->log collects the kernel log (just before an access). */
+/*
+ * From now on env->log collects the kernel log (just before an access);
+ * records of a quiet environment are no longer checked.
+ */
 static inline void ima_env_watch(struct __test_metadata *const _metadata,
 				 struct ima_env *env)
 {
+	env->quiet = false;
 	audit_unwatch(&env->log);
 	audit_watch(_metadata, &env->log);
+}
+
+/*
+ * From now on to the teardown, no audit record may name a file of dir:
+ * for fixtures whose files are labelled correctly (or new) and must pass
+ * every access, in every mode.  Call it before the first access: a pass
+ * in fix mode may be a repair, cached as a pass, and only its record
+ * shows it.  A test that expects a record starts its own watch instead.
+ */
+static inline void ima_env_quiet(struct __test_metadata *const _metadata,
+				 struct ima_env *env)
+{
+	ima_env_watch(_metadata, env);
+	env->quiet = true;
 }
 
 static inline int remove_entry(const char *path, const struct stat *st,
@@ -233,13 +253,16 @@ static inline int remove_entry(const char *path, const struct stat *st,
 }
 
 /*
- * Fixture teardown: removes dir and everything in it.  Whatever a test
+ * Fixture teardown: checks that a quiet environment stayed quiet, then
+ * removes dir and everything in it.  Whatever a test
  * mounted under dir must be unmounted first (FTW_MOUNT: nothing on
  * another filesystem is touched, and its mount point stays busy).
  */
 static inline void ima_env_teardown(struct __test_metadata *const _metadata,
 				    struct ima_env *env)
 {
+	if (env->quiet && env->log.fd >= 0)
+		expect_dir_not_logged(_metadata, &env->log, env->dir);
 	audit_unwatch(&env->log);
 	if (!env->dir[0])
 		return;

@@ -54,6 +54,7 @@ FIXTURE_SETUP(deferred_fput)
 					     self->env.path, OLD_CONTENTS,
 					     strlen(OLD_CONTENTS),
 					     self->env.good);
+	ima_env_quiet(_metadata, &self->env);
 }
 
 FIXTURE_TEARDOWN(deferred_fput)

@@ -14,6 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
 #define SHA1_LEN 20
 #define SHA256_LEN 32
 
@@ -195,7 +199,7 @@ static inline const char *hash_self_test(void)
 	uint8_t out[SHA256_LEN];
 	unsigned int i;
 
-	for (i = 0; i < sizeof(kat) / sizeof(kat[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(kat); i++) {
 		sha1(kat[i].msg, strlen(kat[i].msg), out);
 		if (memcmp(out, kat[i].sha1, SHA1_LEN)) {
 			snprintf(wrong, sizeof(wrong), "sha1(%s)", kat[i].name);

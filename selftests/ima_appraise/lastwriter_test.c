@@ -52,6 +52,7 @@ FIXTURE_SETUP(last_writer)
 					     self->env.path, OLD_CONTENTS,
 					     strlen(OLD_CONTENTS),
 					     self->env.good);
+	ima_env_quiet(_metadata, &self->env);
 }
 
 FIXTURE_TEARDOWN(last_writer)
@@ -187,7 +188,10 @@ TEST_F(last_writer, wrong_label_not_blessed)
 	if (self->env.skip)
 		return;
 	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, wrong, len, 0));
+	ima_env_watch(_metadata, &self->env);
 	fd = open_data(self, O_WRONLY);
+	expect_cause_logged(_metadata, &self->env.cell, &self->env.log,
+			    self->env.path, "invalid-hash");
 	if (self->env.cell.mode == MODE_ENFORCE) {
 		ASSERT_EQ(-1, fd);
 		ASSERT_EQ(EACCES, errno);

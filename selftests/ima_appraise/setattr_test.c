@@ -50,6 +50,7 @@ FIXTURE_SETUP(setattr)
 					     self->env.path, OLD_CONTENTS,
 					     strlen(OLD_CONTENTS),
 					     self->env.good);
+	ima_env_quiet(_metadata, &self->env);
 	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 }
 

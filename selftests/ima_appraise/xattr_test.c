@@ -51,6 +51,7 @@ FIXTURE_SETUP(ima_xattr)
 	self->env.good_len = create_labelled(_metadata, &self->env.cell,
 					     self->env.path, CONTENTS,
 					     strlen(CONTENTS), self->env.good);
+	ima_env_quiet(_metadata, &self->env);
 	ima_wrong_xattr(self->env.good, self->wrong);
 }
 
@@ -265,13 +266,19 @@ TEST_F(ima_xattr, set_correct_allows)
 	if (self->env.skip)
 		return;
 	ASSERT_EQ(0, set_ima(self->env.path, self->wrong, self->env.good_len));
+	ima_env_watch(_metadata, &self->env);
 	ASSERT_EQ(expected_errno(&self->env.cell, STATE_WRONG),
 		  test_open(self->env.path, O_RDONLY));
+	expect_audited(_metadata, &self->env.cell, &self->env.log,
+		       self->env.path, STATE_WRONG);
 	ASSERT_EQ(0,
 		  set_ima(self->env.path, self->env.good, self->env.good_len));
+	ima_env_watch(_metadata, &self->env);
 	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 	expect_ima_is(_metadata, self->env.path, self->env.good,
 		      self->env.good_len);
+	expect_audited(_metadata, &self->env.cell, &self->env.log,
+		       self->env.path, STATE_CORRECT);
 }
 
 TEST_HARNESS_MAIN

@@ -21,8 +21,8 @@
  * a kauditd that stopped printing altogether, and running into it fails.
  */
 
-#ifndef _IMA_APPRAISE_AUDIT_H
-#define _IMA_APPRAISE_AUDIT_H
+#ifndef _IMA_APPRAISE_KMSG_H
+#define _IMA_APPRAISE_KMSG_H
 
 #include <linux/audit.h>
 #include <linux/netlink.h>
@@ -227,8 +227,28 @@ static inline void expect_logged(struct __test_metadata *const _metadata,
 }
 
 /*
+ * No record containing needle1 (and needle2, if not NULL) was made before
+ * now.  Proven only if no record was lost on the way.
+ */
+static inline void expect_no_record(struct __test_metadata *const _metadata,
+				    struct audit_log *log, const char *needle1,
+				    const char *needle2)
+{
+	audit_sync(_metadata, log);
+	EXPECT_FALSE(audit_has(log, needle1, needle2))
+	{
+		TH_LOG("unexpected audit record %s%s%s in:\n%s", needle1,
+		       needle2 ? " " : "", needle2 ? needle2 : "", log->text);
+	}
+	EXPECT_FALSE(log->overrun || audit_has(log, AUDIT_LOST, NULL))
+	{
+		TH_LOG("kernel log records were lost: absence not proven");
+	}
+}
+
+/*
  * No record named path (with cause=<cause>, or any record if cause is
- * NULL) was made before now.  Proven only if no record was lost.
+ * NULL) was made before now.
  */
 static inline void expect_not_logged(struct __test_metadata *const _metadata,
 				     struct audit_log *log, const char *path,
@@ -237,16 +257,19 @@ static inline void expect_not_logged(struct __test_metadata *const _metadata,
 	char name[PATH_MAX + 8], want[64];
 
 	snprintf(want, sizeof(want), "cause=%s ", cause ? cause : "");
-	audit_sync(_metadata, log);
-	audit_name(path, name, sizeof(name));
-	EXPECT_FALSE(audit_has(log, name, cause ? want : NULL))
-	{
-		TH_LOG("unexpected audit record for %s:\n%s", path, log->text);
-	}
-	EXPECT_FALSE(log->overrun || audit_has(log, AUDIT_LOST, NULL))
-	{
-		TH_LOG("kernel log records were lost: absence not proven");
-	}
+	expect_no_record(_metadata, log, audit_name(path, name, sizeof(name)),
+			 cause ? want : NULL);
+}
+
+/* No record named a file in directory dir before now. */
+static inline void
+expect_dir_not_logged(struct __test_metadata *const _metadata,
+		      struct audit_log *log, const char *dir)
+{
+	char name[PATH_MAX + 8];
+
+	snprintf(name, sizeof(name), "name=\"%s/", dir);
+	expect_no_record(_metadata, log, name, NULL);
 }
 
 /*
@@ -282,4 +305,4 @@ static inline void expect_audited(struct __test_metadata *const _metadata,
 							      "invalid-hash");
 }
 
-#endif /* _IMA_APPRAISE_AUDIT_H */
+#endif /* _IMA_APPRAISE_KMSG_H */
