@@ -29,6 +29,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "../kselftest_harness.h"
 #include "cell.h"
@@ -142,13 +143,15 @@ static inline void audit_sync(struct __test_metadata *const _metadata,
 {
 	struct pollfd pfd = { .fd = log->fd, .events = POLLIN };
 	char sentinel[64], needle[80], rec[8192], *msg, *end;
-	int waited = 0;
+	struct timespec now, deadline;
 	ssize_t len;
 
 	ASSERT_LE(0, log->fd);
 	snprintf(sentinel, sizeof(sentinel), "ima_selftest_sentinel=%d.%u",
 		 getpid(), ++log->sentinels);
 	snprintf(needle, sizeof(needle), "msg='%s'", sentinel);
+	ASSERT_EQ(0, clock_gettime(CLOCK_MONOTONIC, &deadline));
+	deadline.tv_sec += AUDIT_SENTINEL_MS / 1000;
 	audit_send_user_msg(_metadata, sentinel);
 	for (;;) {
 		len = read(log->fd, rec, sizeof(rec) - 1);
@@ -157,13 +160,15 @@ static inline void audit_sync(struct __test_metadata *const _metadata,
 			continue;
 		}
 		if (len < 0 && errno == EAGAIN) {
-			ASSERT_GT(AUDIT_SENTINEL_MS, waited)
+			ASSERT_EQ(0, clock_gettime(CLOCK_MONOTONIC, &now));
+			ASSERT_TRUE(now.tv_sec < deadline.tv_sec ||
+				    (now.tv_sec == deadline.tv_sec &&
+				     now.tv_nsec < deadline.tv_nsec))
 			{
 				TH_LOG("the audit sentinel \"%s\" did not reach /dev/kmsg within %d ms: kauditd stopped printing",
 				       sentinel, AUDIT_SENTINEL_MS);
 			}
 			poll(&pfd, 1, 100);
-			waited += 100;
 			continue;
 		}
 		ASSERT_LT(0, len)

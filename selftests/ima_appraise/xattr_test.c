@@ -12,7 +12,8 @@
  * ima_inode_setxattr()/ima_inode_removexattr() run whatever the mode and
  * policy (they are not gated by ima_policy_flag), after
  * cap_inode_setxattr()'s own CAP_SYS_ADMIN check for security.*:
- *   without CAP_SYS_ADMIN        EPERM
+ *   without CAP_SYS_ADMIN        EPERM (commoncap or IMA: the tests
+ *                                cannot tell which, see below)
  *   empty value                  EINVAL
  *   type >= IMA_XATTR_LAST (7)   EINVAL
  *   an algorithm not built in    EACCES (validate_hash_algo(), not EINVAL),
@@ -119,10 +120,15 @@ static int set_ima(const char *path, const void *value, size_t len)
 }
 
 /*
- * Fails on a kernel that lets anyone without CAP_SYS_ADMIN rewrite
- * security.ima: both cap_inode_setxattr() and ima_protect_xattr() check
- * it here (a mutant must drop both to be seen on ext4 in the init user
- * namespace).
+ * What these two check is the outcome only: a root process without
+ * CAP_SYS_ADMIN cannot change security.ima (EPERM, the value kept).  Not
+ * which check refuses it: commoncap's cap_inode_setxattr() and
+ * cap_inode_removexattr() ask for CAP_SYS_ADMIN in the file's user
+ * namespace for every security.* name before IMA's ima_protect_xattr()
+ * asks for capable(CAP_SYS_ADMIN), and on ext4 mounted in the initial
+ * user namespace the two agree.  Only a filesystem mounted in another
+ * user namespace (CONFIG_USER_NS, which the kernels under test lack)
+ * would tell IMA's own check apart.  Fails on a kernel that drops both.
  */
 TEST_F(ima_xattr, set_without_cap_sys_admin)
 {
