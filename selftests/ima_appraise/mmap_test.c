@@ -77,12 +77,16 @@ FIXTURE_SETUP(mmap_file)
 	self->len = sizeof(page);
 	create_labelled(_metadata, &self->env.cell, self->env.path, page,
 			self->len, self->env.good);
+	ima_env_watch(_metadata, &self->env);
 	self->fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->fd)
 	{
 		TH_LOG("open %s with a correct security.ima: %s",
 		       self->env.path, strerror(errno));
 	}
+	/* passed, not repaired: a repair would be cached as a pass */
+	expect_audited(_metadata, &self->env.cell, &self->env.log,
+		       self->env.path, STATE_CORRECT);
 	set_ima_state(_metadata, self->env.path, variant->state,
 		      self->env.good);
 }
