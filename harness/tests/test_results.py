@@ -156,6 +156,18 @@ def test_known_failures_are_xfail_and_unexpected_passes_xpass() -> None:
     assert r.status == "fail" and r.counts()["xfail"] == 1 and r.counts()["xpass"] == 2
 
 
+def test_a_failed_assert_of_a_known_failure_is_xfail() -> None:
+    # A failed ASSERT_*() ends its case with abort(): "Test terminated by
+    # assertion" is a failure by the test's own checks, not a crash.
+    cell = Cell("x86_64", "skip-exec-appraisal", "enforce", "custom")
+    r = results.evaluate(cell, outcome(real("real_x86_64_skip_exec_enforce_custom_fail.log")),
+                         EXPECTED, "tcg", known=lambda n: "bug" if n.endswith("_hash.execve")
+                         and "correct" not in n else None)
+    assert r.test("exec_test/exec_file.missing_hash.execve").status == "xfail"
+    assert r.test("exec_test/exec_file.wrong_hash.execve").status == "xfail"
+    assert r.status == "pass"
+
+
 def test_a_skip_the_cell_explains_is_no_problem() -> None:
     console = real("real_aarch64_fix_custom_pass.log").replace(
         "ok 1 exec_file.missing_hash.execve",
