@@ -34,7 +34,10 @@ def _copy_if_changed(src: Path, dst: Path) -> None:
     if dst.is_file() and dst.read_bytes() == src.read_bytes():
         return
     dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src, dst)
+    # A fresh mtime, not src's: the stage is shared by every worktree that
+    # uses this build directory, and a source older than the binary another
+    # worktree built there would not be recompiled.
+    shutil.copy(src, dst)
 
 
 def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) -> Path:

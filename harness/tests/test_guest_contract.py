@@ -32,3 +32,19 @@ def test_init_answers_the_kvm_probe() -> None:
 
 def test_init_prefixes_its_dmesg_dump_as_the_scanner_expects() -> None:
     assert f"s/^<[567]>/{splats.DMESG_PREFIX}/p" in INIT
+
+
+def test_a_changed_source_is_staged_newer_than_a_binary_built_before(tmp_path) -> None:
+    # The stage is shared by worktrees: an edit older than the binary that
+    # another worktree built there must still be recompiled.
+    import os
+    from harness.initramfs import _copy_if_changed
+    src, dst, binary = tmp_path / "t.c", tmp_path / "stage" / "t.c", tmp_path / "t"
+    src.write_text("new\n")
+    os.utime(src, (1, 1))
+    dst.parent.mkdir()
+    dst.write_text("old\n")
+    binary.write_text("")
+    _copy_if_changed(src, dst)
+    assert dst.read_text() == "new\n"
+    assert dst.stat().st_mtime >= binary.stat().st_mtime
