@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import results
+from . import report, results
 from .errors import HarnessError
 from .matrix import Cell, Matrix
 from .results import CellResult, TestResult
@@ -254,6 +254,7 @@ def merge(shard_dirs: Iterable[Path], out: Path, matrix: Matrix) -> list[CellRes
     ET.indent(root)
     ET.ElementTree(root).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)
     (out / "summary.txt").write_text(results.summary_table(merged) + "\n")
+    report.write(out)
     return merged
 
 

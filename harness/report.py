@@ -25,7 +25,11 @@ from .status import CASE_STATUSES, Status
 
 # Worst first: a square shows the first of these any of its cases has.
 _SQUARE_ORDER = (Status.FAIL, Status.XPASS, Status.XFAIL, Status.PASS, Status.SKIP)
-ARTIFACTS = ("console.log", "qemu-cmdline.sh", "kernel.config", "patches.txt")
+# A square's counts of what did not pass: "18/20 1f 1xf".
+_SHORT = {Status.FAIL: "f", Status.XPASS: "xp", Status.XFAIL: "xf", Status.SKIP: "sk"}
+# A cell's artifacts, and how its row labels their links.
+ARTIFACTS = {"console.log": "console", "qemu-cmdline.sh": "qemu", "kernel.config": "config",
+             "patches.txt": "patches"}
 _REASON_MAX = 300
 
 
@@ -39,6 +43,7 @@ class Square:
     status: str                 # one of _SQUARE_ORDER, or "none": no result at all
     counts: dict[str, int]
     notes: tuple[str, ...]      # "<status> <case>: <reason>" of every case that did not pass
+    seconds: float | None = None    # the program's run time, where results.json has it
 
 
 @dataclass(frozen=True)
@@ -53,10 +58,10 @@ class Row:
     cell: dict                  # the cell's entry in results.json
     squares: tuple[Square, ...]
     splats: tuple[SplatLink, ...]
-    links: tuple[tuple[str, str], ...]  # (label, relative href)
+    links: tuple[tuple[str, str], ...]  # (file name, relative href)
 
 
-def _square(program: str, tests: list[dict]) -> Square:
+def _square(program: str, tests: list[dict], seconds: float | None = None) -> Square:
     counts = {str(s): 0 for s in CASE_STATUSES}
     notes = []
     for t in tests:
@@ -67,7 +72,7 @@ def _square(program: str, tests: list[dict]) -> Square:
             notes.append(f"{t['status'].upper()} {t['name'].split('/', 1)[1]}"
                          + (f": {reason}" if reason else ""))
     status = next((s for s in _SQUARE_ORDER if counts.get(s)), "none")
-    return Square(program, status, counts, tuple(notes))
+    return Square(program, status, counts, tuple(notes), seconds)
 
 
 def programs(cells: list[dict]) -> list[str]:
@@ -103,7 +108,9 @@ def rows(run_dir: Path, doc: dict) -> list[Row]:
         # Splat files a runner may keep next to the console.
         links += [(p.name, f"{href}/{quote(p.name)}") for p in sorted(d.glob("splat*"))
                   if p.is_file()]
-        out.append(Row(cell, tuple(_square(p, by_prog[p]) for p in progs),
+        # Per-program seconds: "timing": {"programs": {name: s}} (harness/timing.py).
+        seconds = (cell.get("timing") or {}).get("programs") or {}
+        out.append(Row(cell, tuple(_square(p, by_prog[p], seconds.get(p)) for p in progs),
                        _splats(cell, text), tuple(links)))
     return out
 
@@ -116,8 +123,9 @@ code, .id { font-family: ui-monospace, monospace; font-size: 12px; }
 table.grid { border-collapse: collapse; margin-top: .8em; }
 .grid th, .grid td { border: 1px solid #fff; padding: 2px 5px; white-space: nowrap; }
 .grid thead th { background: #eee; position: sticky; top: 0; font-weight: 600; }
-.grid tbody th { text-align: left; font-weight: normal; background: #f6f6f6; }
-.grid td.sq { text-align: center; min-width: 4.5em; }
+.grid tbody th { text-align: left; font-weight: normal; background: #f6f6f6;
+                 position: sticky; left: 0; }
+.grid td.sq { text-align: center; min-width: 3.5em; }
 .grid td.num { text-align: right; }
 .s-pass { background: #bfe5bf; } .s-fail { background: #f4a3a3; }
 .s-xfail { background: repeating-linear-gradient(135deg, #ffe08a 0 6px, #ffd04d 6px 12px); }
@@ -145,9 +153,11 @@ def _square_html(sq: Square) -> str:
     if not total:
         return '<td class="sq s-none" title="no results">&mdash;</td>'
     shown = [f"{n['pass']}/{total}"]
-    shown += [f'<span class="bad">{n[s]} {s}</span>' for s in (Status.FAIL, Status.XPASS) if n[s]]
-    shown += [f"{n[s]} {s}" for s in (Status.XFAIL, Status.SKIP) if n[s]]
+    shown += [f'<b>{n[s]}{_SHORT[s]}</b>' for s in (Status.FAIL, Status.XPASS) if n[s]]
+    shown += [f"{n[s]}{_SHORT[s]}" for s in (Status.XFAIL, Status.SKIP) if n[s]]
     title = f"{sq.program}: " + ", ".join(f"{v} {k}" for k, v in n.items() if v)
+    if sq.seconds is not None:
+        title += f" in {float(sq.seconds):.1f}s"
     title += "".join(f"\n{note}" for note in sq.notes)
     return f'<td class="sq s-{sq.status}" title="{_e(title)}">{" ".join(shown)}</td>'
 
@@ -160,7 +170,8 @@ def _row_html(row: Row) -> str:
     splats = "<br>".join(
         f'<a href="{href}/console.html#L{s.line}" title="{_e(s.title)}">{_e(s.kind)}</a>'
         if s.line else f'<span title="{_e(s.title)}">{_e(s.kind)}</span>' for s in row.splats)
-    links = " ".join(f'<a href="{_e(h)}">{_e(label)}</a>' for label, h in row.links)
+    links = " ".join(f'<a href="{_e(h)}" title="{_e(name)}">{_e(ARTIFACTS.get(name, name))}</a>'
+                     for name, h in row.links)
     return (f'<tr class="{classes}"><th class="id" id="{_e(c["id"])}">{_e(c["id"])}</th>'
             f'<td class="s-{_e(c["status"])}" title="{_e(c.get("reason") or c["status"])}">'
             f'{_e(c["status"])}</td>'
@@ -215,7 +226,7 @@ _LEGEND = (
 def page(doc: dict, grid: list[Row]) -> str:
     progs = programs(doc["cells"])
     legend = "".join(f'<span class="s-{k}" title="{_e(why)}">{k}</span>' for k, why in _LEGEND)
-    head = ("<tr><th>cell</th><th>status</th>" + "".join(f"<th>{_e(p)}</th>" for p in progs)
+    head = ("<tr><th>cell</th><th>status</th>" + "".join(f'<th title="{_e(p)}">{_e(p.removesuffix("_test"))}</th>' for p in progs)
             + "<th>splats</th><th>time</th><th>accel</th><th>artifacts</th></tr>")
     body = "\n".join(_row_html(r) for r in grid)
     return f"""<!DOCTYPE html>
@@ -227,8 +238,8 @@ def page(doc: dict, grid: list[Row]) -> str:
 {_meta(doc)}
 {_totals(doc)}
 <p class="legend">{legend} <span class="splat">splat</span> a kernel splat (links to its
-headline in the console) &nbsp; squares: passed/cases, then what did not pass; hover for
-case names</p>
+headline in the console) &nbsp; squares: passed/cases, then f failed, xp xpass, xf xfail,
+sk skipped; hover for case names</p>
 <p><label><input type="checkbox" id="only-bad"> only cells that did not pass</label></p>
 <table class="grid">
 <thead>{head}</thead>

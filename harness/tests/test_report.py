@@ -1,0 +1,183 @@
+"""report.html of real recorded runs: test_data/run-x86_64/ (four cells
+that pass, with xfails and cell skips) and test_data/run-mutant/ (a
+known-bad kernel whose final fput ran under mmap_lock: failing cases and a
+lockdep splat)."""
+from __future__ import annotations
+
+import json
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from harness import report
+from harness.__main__ import main
+
+DATA = Path(__file__).parent / "test_data"
+VOID = {"meta", "br", "input", "link", "hr", "img"}
+
+
+class Page(HTMLParser):
+    """The page's grid rows as (tag, attrs, text) cells, and its links;
+    fails on a tag closed out of order."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.open: list[str] = []
+        self.rows: list[list[tuple[str, dict, str]]] = []
+        self.hrefs: list[str] = []
+        self.ids: set[str] = set()
+        self._cell: list | None = None
+        self.feed(text)
+        self.close()
+        assert self.open == [], f"never closed: {self.open}"
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if tag not in VOID:
+            self.open.append(tag)
+        if "href" in a:
+            self.hrefs.append(a["href"])
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = [tag, a, ""]
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.open and self.open[-1] == tag, f"</{tag}> closes {self.open[-1:]}"
+        self.open.pop()
+        if tag in ("td", "th") and self._cell:
+            self.rows[-1].append(tuple(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell[2] += data
+
+    def row(self, cell_id: str) -> dict[str, tuple[str, dict, str]]:
+        """A cell's row by column heading."""
+        heads = [text for _, _, text in self.rows[0]]
+        row = next(r for r in self.rows if r[0][2] == cell_id)
+        return dict(zip(heads, row))
+
+
+def written(name: str, tmp: Path) -> tuple[Path, Page]:
+    run = tmp / name
+    shutil.copytree(DATA / name, run)
+    page = report.write(run)
+    return run, Page(page.read_text())
+
+
+def test_a_row_per_cell_and_a_column_per_program(tmp_path: Path) -> None:
+    run, page = written("run-x86_64", tmp_path)
+    doc = json.loads((run / "results.json").read_text())
+    programs = list(dict.fromkeys(t["name"].split("/")[0] for t in doc["cells"][0]["tests"]))
+    assert [text for _, _, text in page.rows[0]] == [
+        "cell", "status", *programs, "splats", "time", "accel", "artifacts"]
+    assert [r[0][2] for r in page.rows[1:]] == [c["id"] for c in doc["cells"]]
+
+
+def test_a_square_holds_counts_and_names_what_did_not_pass(tmp_path: Path) -> None:
+    _, page = written("run-x86_64", tmp_path)
+    row = page.row("x86_64-stock-enforce-builtin-sha1-keep")
+    assert row["status"][1]["class"] == "s-pass"
+    _, attrs, text = row["lastwriter_test"]
+    assert (attrs["class"], text) == ("sq s-xfail", LASTWRITER_TEXT)
+    assert attrs["title"] == LASTWRITER_TITLE
+    _, attrs, text = row["sig_test"]
+    assert (attrs["class"], text) == ("sq s-pass", SIG_TEXT)
+    assert attrs["title"].startswith(SIG_TITLE_START)
+    _, attrs, text = page.row("x86_64-patched-enforce-builtin-sha1-keep")["lastwriter_test"]
+    assert attrs["class"] == "sq s-pass"
+
+
+def test_a_failing_cell_and_its_splat(tmp_path: Path) -> None:
+    run, page = written("run-mutant", tmp_path)
+    row = page.row(MUTANT_CELL)
+    assert row["status"][1]["class"] == "s-fail"
+    _, attrs, text = row["fput_test"]
+    assert (attrs["class"], text) == ("sq s-fail", FPUT_TEXT)
+    assert attrs["title"].startswith(FPUT_TITLE_START)
+    [(label, href)] = [(text, h) for h in page.hrefs if "console.html#L" in h
+                       for text in ["lockdep-circular"]]
+    assert row["splats"][2] == label
+    path, line = href.split("#L")
+    console = (run / unquote(path)).with_name("console.log").read_text().split("\n")
+    assert "WARNING: possible circular locking dependency detected" in console[int(line) - 1]
+    lines = Page((run / unquote(path)).read_text())
+    assert f"L{line}" in lines.ids
+
+
+def test_links_are_relative_and_lead_to_the_artifacts(tmp_path: Path) -> None:
+    for name in ("run-x86_64", "run-mutant"):
+        run, page = written(name, tmp_path)
+        moved = run.rename(tmp_path / f"moved-{name}")
+        doc = json.loads((moved / "results.json").read_text())
+        assert page.hrefs
+        for href in page.hrefs:
+            parts = urlsplit(href)
+            assert not parts.scheme and not parts.path.startswith("/"), href
+            assert (moved / unquote(parts.path)).is_file(), href
+        for c in doc["cells"]:
+            for name_ in report.ARTIFACTS:
+                assert f"{c['id']}/{name_}" in page.hrefs
+
+
+def test_everything_is_escaped(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "run-mutant", run)
+    doc = json.loads((run / "results.json").read_text())
+    evil = '<script>alert("x")</script> & \'q\''
+    cell = next(c for c in doc["cells"] if c["id"] == MUTANT_CELL)
+    cell["reason"] = evil
+    cell["tests"][0] = {**cell["tests"][0], "status": "fail", "reason": evil}
+    doc["run_id"] = evil
+    (run / "results.json").write_text(json.dumps(doc))
+    console = run / MUTANT_CELL / "console.log"
+    console.write_text(console.read_text().replace("\n", f"\n{evil}\n", 1))
+    text = report.write(run).read_text()
+    assert "<script" not in text
+    page = Page(text)
+    row = page.row(MUTANT_CELL)
+    assert row["status"][1]["title"] == evil
+    assert evil in next(a["title"] for _, a, _ in row.values() if "title" in a
+                        and a.get("class", "").startswith("sq s-fail"))
+    html = (run / MUTANT_CELL / "console.html").read_text()
+    assert "<script" not in html and evil.replace("<", "&lt;")[:20] in html
+
+
+def test_squares_show_the_worst_result() -> None:
+    def square(*statuses: str) -> str:
+        return report._square("p", [{"name": f"p/c{i}", "status": s}
+                                     for i, s in enumerate(statuses)]).status
+    assert square("pass", "xfail", "fail", "skip") == "fail"
+    assert square("pass", "xfail", "xpass") == "xpass"
+    assert square("pass", "xfail", "skip") == "xfail"
+    assert square("skip", "pass") == "pass"
+    assert square("skip") == "skip"
+    assert square() == "none"
+
+
+def test_not_a_run_directory(tmp_path: Path) -> None:
+    with pytest.raises(report.ReportError) as e:
+        report.write(tmp_path)
+    assert str(e.value) == (f"{tmp_path}/results.json: cannot read it (No such file or "
+                            "directory); give a run directory (build/results/<run-id>/)")
+    (tmp_path / "results.json").write_text('{"cells": []}')
+    with pytest.raises(report.ReportError) as e:
+        report.write(tmp_path)
+    assert str(e.value) == (f"{tmp_path}/results.json: no run_id and cells; not a "
+                            "results.json of the harness")
+
+
+def test_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "run-x86_64", run)
+    assert main(["report", str(run)]) == 0
+    assert capsys.readouterr().out == f"{run / 'report.html'}\n"
+    assert main(["report", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path}/results.json: cannot read")
