@@ -163,8 +163,10 @@ def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel
         status = Status.PASS
     reason = problems[0] if problems else (
         f"{len(failed)} test(s) failed: " + ", ".join(t.name for t in failed[:3]) if failed else "")
-    return CellResult(cell, accel, status, reason, outcome.duration_s, found, tuple(tests),
-                      artifacts, run.ended, tuple(problems))
+    # Rounded as results.json keeps it: a summary made from a merge of shards'
+    # results.json (harness/merge.py) then prints the same tenths.
+    return CellResult(cell, accel, status, reason, round(outcome.duration_s, 2), found,
+                      tuple(tests), artifacts, run.ended, tuple(problems))
 
 
 def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat, ...],

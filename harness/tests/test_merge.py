@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix as matrix_mod, merge
+from harness import matrix as matrix_mod, merge, results
+from harness.qemu import BootOutcome
+from harness.tests.recorded import RECORDED_CASES
 from harness.__main__ import main
 from harness.matrix import Cell
 
@@ -212,3 +214,14 @@ def test_the_command_fails_when_a_merged_cell_failed(tmp_path: Path) -> None:
     doc["cells"][0]["status"] = "fail"
     (b / "results.json").write_text(json.dumps(doc))
     assert main(["merge", "--out", str(tmp_path / "m"), str(a), str(b)]) == 1
+
+
+def test_a_merged_summary_prints_the_durations_a_single_run_prints(tmp_path: Path) -> None:
+    # 8.649 s prints as 8.6, but results.json keeps 8.65, which prints as 8.7.
+    console = (Path(__file__).parent / "test_data" / "real_aarch64_fix_custom_pass.log").read_text()
+    cell = results.evaluate(Cell("aarch64", "stock", "fix", "custom"),
+                            BootOutcome(console, 0, False, 8.649, ()), RECORDED_CASES, "tcg")
+    results.write_json(tmp_path / "results.json", "r", [cell], {})
+    [doc] = json.loads((tmp_path / "results.json").read_text())["cells"]
+    assert (results.summary_table([merge.cell_result(doc, None)])
+            == results.summary_table([cell]))
