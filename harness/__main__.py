@@ -19,7 +19,8 @@ writes RUN_DIR/report.html again from RUN_DIR/results.json (harness/report.py).
     /usr/bin/python3 -m harness merge --out DIR SHARD_DIR ...
 
 merges the run directories of shards into DIR as one run (harness/merge.py);
-exits 1 if a merged cell did not pass, 2 if the shards do not make one run.
+exits 2 if the shards do not make one run, else as that run would: 1 if a
+cell failed, 2 if a cell could not be built or booted.
 """
 from __future__ import annotations
 
@@ -97,6 +98,9 @@ def _merge(args: argparse.Namespace) -> int:
         return 2
     print((args.out / "summary.txt").read_text(), end="")
     print(f"report: {args.out / 'report.html'}")
+    # A run's exit status: 2 if a cell could not be built or booted.
+    if any(c.status == Status.ERROR for c in cells):
+        return 2
     return 0 if all(c.status == Status.PASS for c in cells) else 1
 
 

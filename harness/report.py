@@ -69,7 +69,7 @@ def _square(program: str, tests: list[dict], seconds: float | None = None) -> Sq
         if t["status"] != Status.PASS:
             reason = t.get("reason", "")
             reason = reason if len(reason) <= _REASON_MAX else reason[:_REASON_MAX] + "..."
-            notes.append(f"{t['status'].upper()} {t['name'].split('/', 1)[1]}"
+            notes.append(f"{t['status'].upper()} {t['name'].partition('/')[2]}"
                          + (f": {reason}" if reason else ""))
     status = next((s for s in _SQUARE_ORDER if counts.get(s)), "none")
     return Square(program, status, counts, tuple(notes), seconds)
@@ -102,7 +102,8 @@ def rows(run_dir: Path, doc: dict) -> list[Row]:
             by_prog[t["name"].split("/", 1)[0]].append(t)
         d = run_dir / cell["id"]
         console = d / "console.log"
-        text = console.read_text(errors="replace") if console.is_file() else None
+        text = (console.read_text(errors="replace")
+                if cell.get("splats") and console.is_file() else None)
         href = quote(cell["id"])
         links = [(name, f"{href}/{quote(name)}") for name in ARTIFACTS if (d / name).is_file()]
         # Splat files a runner may keep next to the console.

@@ -225,3 +225,11 @@ def test_a_merged_summary_prints_the_durations_a_single_run_prints(tmp_path: Pat
     [doc] = json.loads((tmp_path / "results.json").read_text())["cells"]
     assert (results.summary_table([merge.cell_result(doc, None)])
             == results.summary_table([cell]))
+
+
+def test_the_command_exits_2_when_a_kernel_did_not_build(tmp_path: Path) -> None:
+    a, b = split(tmp_path, [[0, 1], [2, 3]])
+    doc = json.loads((b / "results.json").read_text())
+    doc["cells"][1]["status"] = "error"
+    (b / "results.json").write_text(json.dumps(doc))
+    assert main(["merge", "--out", str(tmp_path / "m"), str(a), str(b)]) == 2
