@@ -1,21 +1,26 @@
-"""report.html of real recorded runs: test_data/run-x86_64/ (four cells
-that pass, with xfails and cell skips) and test_data/run-mutant/ (a
-known-bad kernel whose final fput ran under mmap_lock: failing cases and a
-lockdep splat)."""
+"""report.html of a real recorded run, test_data/run-x86_64/ (four cells
+that pass, with xfails and cell skips), and of a run made the way the runner
+makes one from a real console of a known-bad kernel that deadlocked with a
+lockdep splat and was killed at the timeout."""
 from __future__ import annotations
 
 import json
 import shutil
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from harness import report
+from harness import report, results
 from harness.__main__ import main
+from harness.matrix import Cell
+from harness.qemu import BootOutcome
+from harness.tests.recorded import RECORDED_CASES
 
 DATA = Path(__file__).parent / "test_data"
+LOCKDEP = Cell("x86_64", "m0007-ima-take-i-rwsem-outside-iint-mutex", "enforce", "builtin")
 VOID = {"meta", "br", "input", "link", "hr", "img"}
 
 
@@ -65,9 +70,23 @@ class Page(HTMLParser):
         return dict(zip(heads, row))
 
 
+def lockdep_run(run: Path) -> None:
+    """The files the runner writes for a run of the LOCKDEP cell."""
+    console = (DATA / "real_x86_64_lockdep_deadlock_killed.log").read_text()
+    out = run / LOCKDEP.id
+    out.mkdir(parents=True)
+    (out / "console.log").write_text(console)
+    cell = results.evaluate(LOCKDEP, BootOutcome(console, None, True, 150.0, ()),
+                            RECORDED_CASES, "tcg", out)
+    results.write_json(run / "results.json", "lockdep", [cell], {"boot": 150.0})
+
+
 def written(name: str, tmp: Path) -> tuple[Path, Page]:
     run = tmp / name
-    shutil.copytree(DATA / name, run)
+    if name == "run-lockdep":
+        lockdep_run(run)
+    else:
+        shutil.copytree(DATA / name, run)
     page = report.write(run)
     return run, Page(page.read_text())
 
@@ -77,7 +96,9 @@ def test_a_row_per_cell_and_a_column_per_program(tmp_path: Path) -> None:
     doc = json.loads((run / "results.json").read_text())
     programs = list(dict.fromkeys(t["name"].split("/")[0] for t in doc["cells"][0]["tests"]))
     assert [text for _, _, text in page.rows[0]] == [
-        "cell", "status", *programs, "splats", "time", "accel", "artifacts"]
+        "cell", "status", *(p.removesuffix("_test") for p in programs),
+        "splats", "time", "accel", "artifacts"]
+    assert [a.get("title") for _, a, _ in page.rows[0][2:-4]] == programs
     assert [r[0][2] for r in page.rows[1:]] == [c["id"] for c in doc["cells"]]
 
 
@@ -85,35 +106,39 @@ def test_a_square_holds_counts_and_names_what_did_not_pass(tmp_path: Path) -> No
     _, page = written("run-x86_64", tmp_path)
     row = page.row("x86_64-stock-enforce-builtin-sha1-keep")
     assert row["status"][1]["class"] == "s-pass"
-    _, attrs, text = row["lastwriter_test"]
+    _, attrs, text = row["lastwriter"]
     assert (attrs["class"], text) == ("sq s-xfail", LASTWRITER_TEXT)
     assert attrs["title"] == LASTWRITER_TITLE
-    _, attrs, text = row["sig_test"]
+    _, attrs, text = row["sig"]
     assert (attrs["class"], text) == ("sq s-pass", SIG_TEXT)
     assert attrs["title"].startswith(SIG_TITLE_START)
-    _, attrs, text = page.row("x86_64-patched-enforce-builtin-sha1-keep")["lastwriter_test"]
+    _, attrs, text = page.row("x86_64-patched-enforce-builtin-sha1-keep")["lastwriter"]
     assert attrs["class"] == "sq s-pass"
 
 
 def test_a_failing_cell_and_its_splat(tmp_path: Path) -> None:
-    run, page = written("run-mutant", tmp_path)
-    row = page.row(MUTANT_CELL)
-    assert row["status"][1]["class"] == "s-fail"
-    _, attrs, text = row["fput_test"]
-    assert (attrs["class"], text) == ("sq s-fail", FPUT_TEXT)
-    assert attrs["title"].startswith(FPUT_TITLE_START)
-    [(label, href)] = [(text, h) for h in page.hrefs if "console.html#L" in h
-                       for text in ["lockdep-circular"]]
-    assert row["splats"][2] == label
-    path, line = href.split("#L")
-    console = (run / unquote(path)).with_name("console.log").read_text().split("\n")
-    assert "WARNING: possible circular locking dependency detected" in console[int(line) - 1]
-    lines = Page((run / unquote(path)).read_text())
-    assert f"L{line}" in lines.ids
+    run, page = written("run-lockdep", tmp_path)
+    row = page.row(LOCKDEP.id)
+    assert (row["status"][1]["class"], row["status"][2]) == ("s-timeout", "timeout")
+    assert row["status"][1]["title"] == "guest did not finish within 150s"
+    _, attrs, text = row["open"]
+    assert (attrs["class"], text) == ("sq s-fail", "0/6 6f")
+    assert attrs["title"].split("\n")[:4] == [
+        "open_test: 6 fail", "FAIL open_file.missing_hash.read",
+        "FAIL open_file.missing_hash.write",
+        "FAIL open_file.wrong_hash.read: no result: the guest was killed at the 150s timeout"]
+    [href] = [h for h in page.hrefs if "#L" in h]
+    assert href == f"{LOCKDEP.id}/console.html#L156"
+    assert row["splats"][2] == "lockdep-circular"
+    console = (run / LOCKDEP.id / "console.log").read_text().split("\n")
+    assert "WARNING: possible circular locking dependency detected" in console[155]
+    lines = Page((run / LOCKDEP.id / "console.html").read_text())
+    assert "L156" in lines.ids
+    assert "report.html" in lines.hrefs[0]
 
 
 def test_links_are_relative_and_lead_to_the_artifacts(tmp_path: Path) -> None:
-    for name in ("run-x86_64", "run-mutant"):
+    for name in ("run-x86_64", "run-lockdep"):
         run, page = written(name, tmp_path)
         moved = run.rename(tmp_path / f"moved-{name}")
         doc = json.loads((moved / "results.json").read_text())
@@ -123,31 +148,32 @@ def test_links_are_relative_and_lead_to_the_artifacts(tmp_path: Path) -> None:
             assert not parts.scheme and not parts.path.startswith("/"), href
             assert (moved / unquote(parts.path)).is_file(), href
         for c in doc["cells"]:
-            for name_ in report.ARTIFACTS:
-                assert f"{c['id']}/{name_}" in page.hrefs
+            for file in report.ARTIFACTS:
+                if (moved / c["id"] / file).exists():
+                    assert f"{c['id']}/{file}" in page.hrefs
 
 
 def test_everything_is_escaped(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    shutil.copytree(DATA / "run-mutant", run)
+    lockdep_run(run)
     doc = json.loads((run / "results.json").read_text())
     evil = '<script>alert("x")</script> & \'q\''
-    cell = next(c for c in doc["cells"] if c["id"] == MUTANT_CELL)
+    [cell] = doc["cells"]
     cell["reason"] = evil
     cell["tests"][0] = {**cell["tests"][0], "status": "fail", "reason": evil}
     doc["run_id"] = evil
     (run / "results.json").write_text(json.dumps(doc))
-    console = run / MUTANT_CELL / "console.log"
+    console = run / LOCKDEP.id / "console.log"
     console.write_text(console.read_text().replace("\n", f"\n{evil}\n", 1))
     text = report.write(run).read_text()
     assert "<script" not in text
     page = Page(text)
-    row = page.row(MUTANT_CELL)
+    row = page.row(LOCKDEP.id)
     assert row["status"][1]["title"] == evil
     assert evil in next(a["title"] for _, a, _ in row.values() if "title" in a
                         and a.get("class", "").startswith("sq s-fail"))
-    html = (run / MUTANT_CELL / "console.html").read_text()
-    assert "<script" not in html and evil.replace("<", "&lt;")[:20] in html
+    html = (run / LOCKDEP.id / "console.html").read_text()
+    assert "<script" not in html and escape(evil) in html
 
 
 def test_squares_show_the_worst_result() -> None:
