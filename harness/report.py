@@ -182,6 +182,13 @@ def _row_html(row: Row) -> str:
             f'<td>{_e(c.get("accel", ""))}</td><td class="links">{links}</td></tr>')
 
 
+def _by_status(counts: dict[str, int]) -> dict[str, int]:
+    """counts in the vocabulary's order (harness/status.py), not the cells'."""
+    rank = [str(s) for s in Status]
+    return dict(sorted(counts.items(), key=lambda kv: rank.index(kv[0])
+                       if kv[0] in rank else len(rank)))
+
+
 def _totals(doc: dict) -> str:
     cells: dict[str, int] = {}
     tests: dict[str, int] = {}
@@ -190,6 +197,7 @@ def _totals(doc: dict) -> str:
         for t in c["tests"]:
             tests[t["status"]] = tests.get(t["status"], 0) + 1
     splats = sum(len(c.get("splats", ())) for c in doc["cells"])
+    cells, tests = _by_status(cells), _by_status(tests)
     return (f'<p class="totals"><b>cells:</b> '
             + ", ".join(f'<span class="s-{_e(k)}">&nbsp;{v} {_e(k)}&nbsp;</span>'
                         for k, v in cells.items())
