@@ -53,10 +53,6 @@ class Shard:
     doc: dict               # its results.json
     junit: ET.Element       # its junit.xml's root
 
-    @property
-    def cell_ids(self) -> list[str]:
-        return [c["id"] for c in self.doc["cells"]]
-
     def where(self, name: str = "results.json") -> str:
         return str(self.path / name)
 
@@ -219,8 +215,8 @@ def merge(shard_dirs: Iterable[Path], out: Path, matrix: Matrix) -> list[CellRes
     _complete(shards)
     _same_build(shards)
 
-    key = matrix_order(matrix)
-    order = sorted(cells, key=lambda i: key(cell_result(cells[i][1], None).cell))
+    in_matrix = matrix_order(matrix)
+    order = sorted(cells, key=lambda i: in_matrix(cell_result(cells[i][1], None).cell))
     out.mkdir(parents=True)
     merged: list[CellResult] = []
     docs: list[dict] = []
@@ -235,18 +231,7 @@ def merge(shard_dirs: Iterable[Path], out: Path, matrix: Matrix) -> list[CellRes
         docs.append({**doc, "artifacts": str(artifacts) if artifacts else None})
         merged.append(cell_result(doc, artifacts))
 
-    first = shards[0].doc
-    run = {"run_id": "merged-" + "+".join(s.doc["run_id"] for s in shards),
-           "cells": docs,
-           "timings": _sum_timings(s.doc.get("timings", {}) for s in shards)}
-    for key_ in ("builds", "accel"):
-        if key_ in first:
-            run[key_] = _first_per(key_, [s.doc for s in shards])
-    run.update({k: v for k, v in first.items() if k not in run and k not in RUN_KEYS})
-    if "manifest" in first:
-        run["manifest"] = first["manifest"]
-    run["shards"] = [{"path": str(s.path), **{k: s.doc[k] for k in RUN_KEYS if k in s.doc}}
-                     for s in shards]
+    run = _run_doc(shards, docs)
     (out / "results.json").write_text(json.dumps(run, indent=2) + "\n")
 
     root = ET.Element(shards[0].junit.tag, shards[0].junit.attrib)
@@ -256,6 +241,24 @@ def merge(shard_dirs: Iterable[Path], out: Path, matrix: Matrix) -> list[CellRes
     (out / "summary.txt").write_text(results.summary_table(merged) + "\n")
     report.write(out)
     return merged
+
+
+def _run_doc(shards: Sequence[Shard], cells: list[dict]) -> dict:
+    """results.json of the merged run: its cells, and what belongs to the
+    run as a whole made from the shards' (see the module's docstring)."""
+    first = shards[0].doc
+    run = {"run_id": "merged-" + "+".join(s.doc["run_id"] for s in shards),
+           "cells": cells,
+           "timings": _sum_timings(s.doc.get("timings", {}) for s in shards)}
+    for key in ("builds", "accel"):
+        if key in first:
+            run[key] = _first_per(key, [s.doc for s in shards])
+    run.update({k: v for k, v in first.items() if k not in run and k not in RUN_KEYS})
+    if "manifest" in first:
+        run["manifest"] = first["manifest"]
+    run["shards"] = [{"path": str(s.path), **{k: s.doc[k] for k in RUN_KEYS if k in s.doc}}
+                     for s in shards]
+    return run
 
 
 def _sum_timings(timings: Iterable[dict[str, float]]) -> dict[str, float]:
