@@ -34,10 +34,10 @@
 static const char signed_name[] = "signed";
 static const char tampered[] = "tampered\n";
 
-/* enforce denies what fails appraisal; fix, log and off allow it. */
-static int denied(const struct cell *cell, bool valid)
+/* A label that verifies is correct, one that does not is wrong. */
+static enum ima_state sig_state(bool valid)
 {
-	return cell->mode == MODE_ENFORCE && !valid ? EACCES : 0;
+	return valid ? STATE_CORRECT : STATE_WRONG;
 }
 
 /*
@@ -186,7 +186,7 @@ TEST_F(signed_file, read)
 {
 	if (self->env.skip)
 		return;
-	ASSERT_EQ(denied(&self->env.cell, variant->valid),
+	ASSERT_EQ(expected_errno(&self->env.cell, sig_state(variant->valid)),
 		  test_open(self->env.path, O_RDONLY));
 	expect_sig_is(_metadata, self->env.path, self->sig, self->sig_len);
 	expect_sig_audited(_metadata, &self->env, variant->valid,
@@ -300,7 +300,7 @@ TEST_F(signed_exec, execve)
 {
 	if (self->env.skip)
 		return;
-	ASSERT_EQ(denied(&self->env.cell, variant->valid),
+	ASSERT_EQ(expected_errno(&self->env.cell, sig_state(variant->valid)),
 		  test_execve(_metadata, self->env.path));
 	expect_sig_is(_metadata, self->env.path, self->sig, self->sig_len);
 	expect_sig_audited(_metadata, &self->env, variant->valid,
@@ -415,7 +415,7 @@ TEST_F(imasig_rule, read)
 {
 	if (self->env.skip)
 		return;
-	ASSERT_EQ(denied(&self->env.cell, variant->valid),
+	ASSERT_EQ(expected_errno(&self->env.cell, sig_state(variant->valid)),
 		  test_open(self->env.path, O_RDONLY));
 	if (self->env.cell.mode == MODE_FIX && !variant->valid)
 		expect_ima_is(_metadata, self->env.path, self->hash,
