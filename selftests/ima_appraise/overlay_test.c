@@ -240,7 +240,8 @@ TEST_F(overlay, read)
 		ASSERT_EQ(ENOENT, test_open(self->l.upper, O_RDONLY));
 	}
 	if (bad && self->cell.mode != MODE_OFF)
-		expect_logged(_metadata, &self->l.log, self->l.merged, cause_of(variant->state));
+		expect_logged(_metadata, &self->l.log, self->l.merged,
+			      cause_of(variant->state));
 }
 
 /*
@@ -381,7 +382,8 @@ TEST_F(overlay_lower, changed_behind_overlay)
 	else
 		ASSERT_EQ(ENOENT, test_open(self->l.upper, O_RDONLY));
 	if (self->cell.mode != MODE_OFF)
-		expect_logged(_metadata, &self->l.log, self->l.merged, "invalid-hash");
+		expect_logged(_metadata, &self->l.log, self->l.merged,
+			      "invalid-hash");
 }
 
 TEST_HARNESS_MAIN
