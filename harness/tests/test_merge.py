@@ -78,6 +78,8 @@ def test_shards_merged_equal_the_single_run(tmp_path: Path) -> None:
     for c in doc["cells"]:
         for name in ("console.log", "qemu-cmdline.sh", "kernel.config", "patches.txt"):
             assert (out / c["id"] / name).read_bytes() == (RUN / c["id"] / name).read_bytes()
+    assert "merged from 2 shard(s): <code>shard-2</code>, <code>shard-1</code>" in (
+        out / "report.html").read_text()
 
 
 def test_run_level_fields_of_a_merge(tmp_path: Path) -> None:
