@@ -28,11 +28,18 @@
  *                        chown from root moves a hash-labelled file under.
  * FOWNER_BPRM_ONLY:      exec_test's func=BPRM_CHECK rule, the only one
  *                        that covers these files: execve()'s own hook.
+ * FOWNER_NOXATTR:        noxattr_test's appraise rule for ramfs.
+ * FOWNER_DONT, FOWNER_APPRAISE, FOWNER_MEASURE: rules_test's dont_appraise
+ *                        (then appraise), appraise and measure rules.
  */
 #define FOWNER_NOT_IN_POLICY 1000
 #define FOWNER_IMASIG 4242
 #define FOWNER_SETATTR_IMASIG 4243
 #define FOWNER_BPRM_ONLY 4244
+#define FOWNER_NOXATTR 4250
+#define FOWNER_DONT 4251
+#define FOWNER_APPRAISE 4252
+#define FOWNER_MEASURE 4253
 
 static inline const char *scratch_dir(void)
 {

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * An existing empty file: appraised like any other, its emptiness no
+ * excuse for a missing label.
+ *
+ * Layout, one per test, on the scratch ext4 filesystem:
+ *
+ * <scratch>/empty.XXXXXX/
+ *     data    root:root, 0 bytes, made as the variant says
+ *
+ * Only a new file, created in this boot and not yet closed by its writer,
+ * may be opened without security.ima (IMA_NEW_FILE); once its creator
+ * closed it, an empty file is a file like any other: with no label,
+ * enforce EACCES, fix labels it with the digest of no data, log allows;
+ * all three log cause=missing-hash (as off under appraise_tcb); off under
+ * a custom policy does nothing.  With the right label it passes in every
+ * mode, keeps it and logs nothing.
+ */
+
+#include "writer.h"
+
+static const char data_name[] = "data";
+
+/* How data came to be. */
+enum empty_origin {
+	/* mknod(S_IFREG): never opened, so never labelled */
+	ORIGIN_MKNOD,
+	/* open(O_WRONLY | O_CREAT), closed, then security.ima removed */
+	ORIGIN_WRITER_UNLABELLED,
+	/* mknod(S_IFREG), then labelled with the digest of no data */
+	ORIGIN_LABELLED,
+};
+
+FIXTURE(empty_file)
+{
+	/* env.path is data, env.good the digest of no data as its label */
+	struct ima_env env;
+};
+
+FIXTURE_VARIANT(empty_file)
+{
+	enum empty_origin origin;
+	/* security.ima of data when the test opens it */
+	enum ima_state state;
+};
+
+/* clang-format off */
+FIXTURE_VARIANT_ADD(empty_file, mknod_missing_hash)
+{
+	.origin = ORIGIN_MKNOD,
+	.state = STATE_MISSING,
+};
+
+FIXTURE_VARIANT_ADD(empty_file, written_missing_hash)
+{
+	.origin = ORIGIN_WRITER_UNLABELLED,
+	.state = STATE_MISSING,
+};
+
+FIXTURE_VARIANT_ADD(empty_file, correct_hash)
+{
+	.origin = ORIGIN_LABELLED,
+	.state = STATE_CORRECT,
+};
+/* clang-format on */
+
+FIXTURE_SETUP(empty_file)
+{
+	struct ima_env *env = &self->env;
+
+	if (ima_env_setup(_metadata, env, "empty", data_name))
+		return;
+	env->good_len = ima_hash_xattr(&env->cell, "", 0, env->good);
+
+	switch (variant->origin) {
+	case ORIGIN_MKNOD:
+	case ORIGIN_LABELLED:
+		ASSERT_EQ(0, mknod(env->path, S_IFREG | 0644, 0));
+		expect_no_ima(_metadata, env->path);
+		set_ima_state(_metadata, env->path, variant->state, env->good);
+		break;
+	case ORIGIN_WRITER_UNLABELLED:
+		create_file(_metadata, env->path, "", 0);
+		/* The writer's close labelled it wherever IMA appraises. */
+		expect_labelled_after_close(_metadata, &env->cell, env->path,
+					    "", NULL, 0);
+		set_ima_state(_metadata, env->path, STATE_MISSING, env->good);
+		break;
+	}
+}
+
+FIXTURE_TEARDOWN(empty_file)
+{
+	ima_env_teardown(_metadata, &self->env);
+}
+
+/*
+ * Fails on a kernel that exempts every empty file (not only new ones)
+ * from needing a label, and on one that cannot hash an empty file.
+ */
+TEST_F(empty_file, open)
+{
+	struct ima_env *env = &self->env;
+
+	if (env->skip)
+		return;
+	ima_env_watch(_metadata, env);
+	ASSERT_EQ(expected_errno(&env->cell, variant->state),
+		  test_open(env->path, O_RDONLY))
+	{
+		TH_LOG("%s mode, %s policy: open of an existing empty file",
+		       mode_names[env->cell.mode],
+		       policy_names[env->cell.policy]);
+	}
+	expect_ima_after(_metadata, &env->cell, env->path, variant->state,
+			 env->good);
+	expect_audited(_metadata, &env->cell, &env->log, env->path,
+		       variant->state);
+}
+
+TEST_HARNESS_MAIN

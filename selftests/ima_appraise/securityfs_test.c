@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * IMA's securityfs files read over and over leak no kernel memory.
+ *
+ * No files: each test reads one of /sys/kernel/security/ima/{policy,
+ * violations,ascii_runtime_measurements,binary_runtime_measurements}
+ * ROUNDS times (open, read to EOF, close) and compares the kernel's
+ * unreclaimable slab (SUnreclaim in /proc/meminfo, which also counts
+ * kmalloc()s of a page or more) before and after.  A seq_file that is not
+ * released keeps its page-sized buffer: ROUNDS pages.  The bound,
+ * LEAK_BOUND per round, is far above what a good kernel's caches and
+ * counters drift in a run (a few pages) and far below one page per
+ * round; a leak of less than LEAK_BOUND bytes per open goes unseen.
+ *
+ * kmemleak would see smaller leaks, but it reports only objects older
+ * than 5 s (a wait per program) and needs CONFIG_DEBUG_KMEMLEAK in every
+ * kernel of the matrix; this needs nothing.
+ */
+
+#include "common.h"
+
+#define IMA_DIR "/sys/kernel/security/ima/"
+#define ROUNDS 256
+#define LEAK_BOUND 1024
+
+FIXTURE(securityfs)
+{
+	/* the cell; no file */
+	struct ima_env env;
+};
+
+FIXTURE_VARIANT(securityfs)
+{
+	/* file under IMA_DIR */
+	const char *name;
+};
+
+/* clang-format off */
+FIXTURE_VARIANT_ADD(securityfs, policy)
+{
+	.name = "policy",
+};
+
+FIXTURE_VARIANT_ADD(securityfs, violations)
+{
+	.name = "violations",
+};
+
+FIXTURE_VARIANT_ADD(securityfs, ascii_runtime_measurements)
+{
+	.name = "ascii_runtime_measurements",
+};
+
+FIXTURE_VARIANT_ADD(securityfs, binary_runtime_measurements)
+{
+	.name = "binary_runtime_measurements",
+};
+/* clang-format on */
+
+FIXTURE_SETUP(securityfs)
+{
+	ima_env_setup(_metadata, &self->env, "securityfs", "none");
+}
+
+FIXTURE_TEARDOWN(securityfs)
+{
+	ima_env_teardown(_metadata, &self->env);
+}
+
+/*
+ * SUnreclaim in bytes, the per-CPU deltas folded in (an SMP kernel has
+ * vm/stat_refresh; a UP one counts in the global counter directly).
+ */
+static long long sunreclaim(struct __test_metadata *const _metadata)
+{
+	char line[256];
+	long long kb = -1;
+	FILE *f;
+
+	if (!access("/proc/sys/vm/stat_refresh", W_OK))
+		write_sysctl(_metadata, "/proc/sys/vm/stat_refresh", "1");
+	f = fopen("/proc/meminfo", "re");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SUnreclaim: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	ASSERT_LE(0, kb)
+	{
+		TH_LOG("no SUnreclaim in /proc/meminfo");
+	}
+	return kb * 1024;
+}
+
+/* Opens path, reads it to the end, closes it; returns 0 or an errno. */
+static int read_all(const char *path)
+{
+	char buf[4096];
+	ssize_t len;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	while ((len = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (len < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/* Fails on a kernel that leaks a buffer (or more) per open of the file. */
+TEST_F(securityfs, read_repeatedly)
+{
+	char path[PATH_MAX];
+	long long before, after;
+	int i;
+
+	if (self->env.skip)
+		return;
+	snprintf(path, sizeof(path), "%s%s", IMA_DIR, variant->name);
+	/* Once first: one-time allocations are no leak. */
+	ASSERT_EQ(0, read_all(path))
+	{
+		TH_LOG("read %s: %s", path, strerror(errno));
+	}
+	before = sunreclaim(_metadata);
+	for (i = 0; i < ROUNDS; i++)
+		ASSERT_EQ(0, read_all(path));
+	after = sunreclaim(_metadata);
+	EXPECT_GT((long long)ROUNDS * LEAK_BOUND, after - before)
+	{
+		TH_LOG("%s read %d times: unreclaimable slab grew by %lld bytes (%lld to %lld)",
+		       path, ROUNDS, after - before, before, after);
+	}
+}
+
+TEST_HARNESS_MAIN
