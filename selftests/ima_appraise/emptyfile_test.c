@@ -23,8 +23,14 @@ static const char data_name[] = "data";
 
 /* How data came to be. */
 enum empty_origin {
-	/* mknod(S_IFREG): never opened, so never labelled */
-	ORIGIN_MKNOD,
+	/*
+	 * mknod(S_IFREG), never opened, so never labelled, then evicted
+	 * from the cache: an existing file, as after a reboot.  While
+	 * cached it is new: ima_post_path_mknod() sets IMA_NEW_FILE where
+	 * a rule matches MAY_ACCESS (appraise_tcb's do; the custom ones,
+	 * mask=^MAY_READ, do not).
+	 */
+	ORIGIN_MKNOD_EVICTED,
 	/* open(O_WRONLY | O_CREAT), closed, then security.ima removed */
 	ORIGIN_WRITER_UNLABELLED,
 	/* mknod(S_IFREG), then labelled with the digest of no data */
@@ -45,9 +51,9 @@ FIXTURE_VARIANT(empty_file)
 };
 
 /* clang-format off */
-FIXTURE_VARIANT_ADD(empty_file, mknod_missing_hash)
+FIXTURE_VARIANT_ADD(empty_file, mknod_evicted_missing_hash)
 {
-	.origin = ORIGIN_MKNOD,
+	.origin = ORIGIN_MKNOD_EVICTED,
 	.state = STATE_MISSING,
 };
 
@@ -73,11 +79,13 @@ FIXTURE_SETUP(empty_file)
 	env->good_len = ima_hash_xattr(&env->cell, "", 0, env->good);
 
 	switch (variant->origin) {
-	case ORIGIN_MKNOD:
+	case ORIGIN_MKNOD_EVICTED:
 	case ORIGIN_LABELLED:
 		ASSERT_EQ(0, mknod(env->path, S_IFREG | 0644, 0));
 		expect_no_ima(_metadata, env->path);
 		set_ima_state(_metadata, env->path, variant->state, env->good);
+		if (variant->origin == ORIGIN_MKNOD_EVICTED)
+			write_sysctl(_metadata, "/proc/sys/vm/drop_caches", "2");
 		break;
 	case ORIGIN_WRITER_UNLABELLED:
 		create_file(_metadata, env->path, "", 0);
