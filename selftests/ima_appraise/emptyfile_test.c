@@ -85,7 +85,8 @@ FIXTURE_SETUP(empty_file)
 		expect_no_ima(_metadata, env->path);
 		set_ima_state(_metadata, env->path, variant->state, env->good);
 		if (variant->origin == ORIGIN_MKNOD_EVICTED)
-			write_sysctl(_metadata, "/proc/sys/vm/drop_caches", "2");
+			write_sysctl(_metadata, "/proc/sys/vm/drop_caches",
+				     "2");
 		break;
 	case ORIGIN_WRITER_UNLABELLED:
 		create_file(_metadata, env->path, "", 0);
