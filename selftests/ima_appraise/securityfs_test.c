@@ -20,7 +20,7 @@
 #include "common.h"
 
 #define IMA_DIR "/sys/kernel/security/ima/"
-#define ROUNDS 256
+#define ROUNDS 128
 #define LEAK_BOUND 1024
 
 FIXTURE(securityfs)
