@@ -155,6 +155,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         return
     terminalreporter.section("IMA appraisal matrix")
     terminalreporter.write_line(summary_table(run.cells))
+    terminalreporter.write_line(runner.program_times(run.cells))
     t = run.timings
     terminalreporter.write_line(
         "timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in t.items()))

@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,9 @@ class BootOutcome:
     timed_out: bool
     duration_s: float
     command: tuple[str, ...]
+    # Host seconds since QEMU started at which each console line ended
+    # (line i of console.split("\n")): where a cell's time went.
+    line_times: tuple[float, ...] = ()
 
 
 def kernel_cmdline(req: BootRequest) -> str:
@@ -82,16 +86,28 @@ def make_scratch_disk(path: Path, uuid: str) -> None:
 
 def boot(req: BootRequest, console_log: Path) -> BootOutcome:
     """Runs QEMU until it exits or the timeout; the console goes to
-    console_log as it arrives, so a hung guest leaves its log behind."""
+    console_log as it arrives, so a hung guest leaves its log behind, and
+    each line is stamped with the host time it arrived at."""
     cmd = command(req)
     console_log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    with open(console_log, "wb") as out:
+    line_times: list[float] = []
+    with open(console_log, "wb", buffering=0) as out:
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT)
         except FileNotFoundError:
             raise DependencyError(f"{cmd[0]} not found: install QEMU ('make deps')") from None
+
+        def copy() -> None:
+            assert proc.stdout is not None
+            while chunk := os.read(proc.stdout.fileno(), 65536):
+                now = time.monotonic() - start
+                out.write(chunk)
+                line_times.extend([now] * chunk.count(b"\n"))
+
+        reader = threading.Thread(target=copy, daemon=True)
+        reader.start()
         timed_out = False
         try:
             rc: int | None = proc.wait(timeout=req.timeout_s)
@@ -99,9 +115,13 @@ def boot(req: BootRequest, console_log: Path) -> BootOutcome:
             proc.kill()
             proc.wait()
             rc, timed_out = None, True
-    duration = time.monotonic() - start
+        duration = time.monotonic() - start
+        # QEMU is gone, so its end of the pipe is closed: the reader ends
+        # at EOF (a child QEMU left holding the pipe is not waited for).
+        reader.join(timeout=5)
+        proc.stdout.close()
     console = console_log.read_bytes().decode("utf-8", errors="replace")
-    return BootOutcome(console, rc, timed_out, duration, tuple(cmd))
+    return BootOutcome(console, rc, timed_out, duration, tuple(cmd), tuple(line_times))
 
 
 def shell_quoted(cmd: tuple[str, ...] | list[str]) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ktap, splats as splat_scanner
+from . import ktap, splats as splat_scanner, timing as timing_mod
 from .cases import Case
 from .matrix import Cell
 from .qemu import BootOutcome
@@ -37,6 +37,7 @@ class CellResult:
     artifacts: Path | None = None
     ended: bool = False     # the guest printed its end marker
     problems: tuple[str, ...] = ()  # boot-level failures (see _boot_problems)
+    timing: timing_mod.CellTiming | None = None   # boot floor and per-program seconds
 
     def counts(self) -> dict[str, int]:
         counts = {s: 0 for s in CASE_STATUSES}
@@ -55,7 +56,8 @@ class CellResult:
                 "splats": [{"kind": s.kind, "title": s.title} for s in self.splats],
                 "tests": [{"name": t.name, "status": t.status, **({"reason": t.reason} if t.reason else {})}
                           for t in self.tests],
-                "artifacts": str(self.artifacts) if self.artifacts else None}
+                "artifacts": str(self.artifacts) if self.artifacts else None,
+                **({"timing": self.timing.to_json()} if self.timing else {})}
 
 
 def error_cell(cell: Cell, reason: str, accel: str = "none") -> CellResult:
@@ -166,7 +168,8 @@ def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel
     # Rounded as results.json keeps it: a summary made from a merge of shards'
     # results.json (harness/merge.py) then prints the same tenths.
     return CellResult(cell, accel, status, reason, round(outcome.duration_s, 2), found,
-                      tuple(tests), artifacts, run.ended, tuple(problems))
+                      tuple(tests), artifacts, run.ended, tuple(problems),
+                      timing_mod.parse(outcome.console, outcome.line_times))
 
 
 def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat, ...],

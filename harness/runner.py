@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import initramfs, kbuild, keys, qemu, report, results
+from . import initramfs, kbuild, keys, qemu, report, results, timing
 from .archs import ARCHS
 from .cases import Case
 from .errors import HarnessError
@@ -209,9 +209,14 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
                        {"builds": builds, "accel": {a: {"accel": c.accel, "reason": c.reason}
                                                     for a, c in accels.items()}})
     results.write_junit(run_dir / "junit.xml", cell_results)
-    (run_dir / "summary.txt").write_text(results.summary_table(cell_results) + "\n")
+    (run_dir / "summary.txt").write_text(results.summary_table(cell_results) + "\n\n"
+                                         + program_times(cell_results) + "\n")
     report.write(run_dir)
     return rr
+
+
+def program_times(cells: list[CellResult]) -> str:
+    return timing.summary([(c.cell.id, c.timing) for c in cells if c.timing])
 
 
 def _boot_cell(matrix: Matrix, cell: Cell, kernel: kbuild.Kernel, initrd: Path, accel: str,
