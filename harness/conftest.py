@@ -22,6 +22,7 @@ _SELECTED = pytest.StashKey()
 _RUN = pytest.StashKey()
 _ERROR = pytest.StashKey()
 _DESELECTED = pytest.StashKey()
+_PROGRAMS = pytest.StashKey()
 AXES = ("archs", "modes", "policies", "hashes", "setattr", "variants")
 
 
@@ -109,6 +110,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     wanted = set(cells)
     items.extend(i for i in config.stash.get(_DESELECTED, [])
                  if i.name.startswith("test_boot[") and _cell_of(i) in wanted)
+    config.stash[_PROGRAMS] = _programs(config, items)
+
+
+def _programs(config: pytest.Config, items: list[pytest.Item]) -> dict[str, tuple[str, ...]]:
+    pairs = [item.callspec.params["cell_case"] for item in items
+             if "cell_case" in getattr(getattr(item, "callspec", None), "params", {})]
+    return runner.programs_to_boot(pairs, _expected(config))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -126,7 +134,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
         config.stash[_RUN] = runner.run(
             _matrix(config), cells, _expected(config), REPO,
             Path(config.getoption("build_dir")).resolve(), jobs=config.getoption("jobs"),
-            accel=config.getoption("accel"), log=log)
+            accel=config.getoption("accel"), log=log, programs=config.stash.get(_PROGRAMS, {}))
     except HarnessError as e:
         log(f"ERROR: {e}")
         config.stash[_ERROR] = str(e)

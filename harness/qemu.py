@@ -18,6 +18,8 @@ from .errors import BootError, DependencyError
 # Marks a boot as the harness's: without it on the kernel command line the
 # selftests SKIP (see selftests/ima_appraise/common.h).
 HARNESS_MARKER = "ima_selftest.harness=1"
+# Runs only the named test programs (initramfs/init).
+PROGRAMS_PARAM = "ima_selftest.progs"
 PROBE_MARKER = "<<< ima-selftest probe ok >>>"
 KVM_PROBE_TIMEOUT = 20
 SCRATCH_SIZE = "64M"

@@ -76,14 +76,17 @@ def _exclusive(build: Path, log: Log):
 
 def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
         build: Path, *, jobs: int | None = None, accel: str = "auto",
-        log: Log = print) -> RunResult:
+        log: Log = print, programs: dict[str, tuple[str, ...]] | None = None) -> RunResult:
+    """programs: per cell id, the only test programs to run in it (default:
+    all), e.g. what 'pytest -k' left of it."""
     with _exclusive(build, log):
         return _run(matrix, cells, expected, repo, build, jobs or os.cpu_count() or 1,
-                    accel, log)
+                    accel, log, programs or {})
 
 
 def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
-         build: Path, jobs: int, accel: str, log: Log) -> RunResult:
+         build: Path, jobs: int, accel: str, log: Log,
+         programs: dict[str, tuple[str, ...]]) -> RunResult:
     t_start = time.monotonic()
     timings: dict[str, float] = {}
     run_id = datetime.now().strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
@@ -180,7 +183,8 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
         else:
             try:
                 result = _boot_cell(matrix, cell, kernels[key], initrds[cell.arch],
-                                    accels[cell.arch].accel, expected, run_dir, build)
+                                    accels[cell.arch].accel, expected, run_dir, build,
+                                    programs.get(cell.id, ()))
             except (HarnessError, OSError) as e:
                 # One cell's trouble (a full disk, say) must not lose the run.
                 result = results.error_cell(cell, f"{type(e).__name__}: {e}")
@@ -215,12 +219,26 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
     return rr
 
 
+def programs_to_boot(selected: list[tuple[Cell, Case]],
+                     expected: tuple[Case, ...]) -> dict[str, tuple[str, ...]]:
+    """Per cell id, the test programs its selected cases are in, in the
+    suite's order, where that is not all of them: the guest runs only those
+    (a fast edit-test loop)."""
+    chosen: dict[str, set[str]] = {}
+    for cell, case in selected:
+        chosen.setdefault(cell.id, set()).add(case.suite)
+    every = tuple(dict.fromkeys(c.suite for c in expected))
+    return {cell: tuple(p for p in every if p in progs)
+            for cell, progs in chosen.items() if len(progs) < len(every)}
+
+
 def program_times(cells: list[CellResult]) -> str:
     return timing.summary([(c.cell.id, c.timing) for c in cells if c.timing])
 
 
 def _boot_cell(matrix: Matrix, cell: Cell, kernel: kbuild.Kernel, initrd: Path, accel: str,
-               expected: tuple[Case, ...], run_dir: Path, build: Path) -> CellResult:
+               expected: tuple[Case, ...], run_dir: Path, build: Path,
+               programs: tuple[str, ...] = ()) -> CellResult:
     out = run_dir / cell.id
     out.mkdir(parents=True, exist_ok=True)
     disk = build / "scratch" / f"{cell.id}.img"
@@ -228,8 +246,13 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: kbuild.Kernel, initrd: Path, 
     # rules run after run, which keeps logs comparable.
     fsuuid = str(uuidlib.UUID(bytes=hashlib.sha256(cell.id.encode()).digest()[:16], version=4))
     qemu.make_scratch_disk(disk, fsuuid)
-    req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, initrd, disk,
-                           f"{qemu.HARNESS_MARKER} {cell.cmdline()}", accel,
+    cmdline = f"{qemu.HARNESS_MARKER} {cell.cmdline()}"
+    if programs:
+        # The guest's init runs only these (initramfs/init), and only their
+        # cases are expected.
+        cmdline += f" {qemu.PROGRAMS_PARAM}={','.join(programs)}"
+        expected = tuple(c for c in expected if c.suite in programs)
+    req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, initrd, disk, cmdline, accel,
                            matrix.memory, matrix.timeout)
     (out / "qemu-cmdline.sh").write_text("#!/bin/sh\n# Boots this cell again by hand.\n"
                                          + qemu.shell_quoted(qemu.command(req)) + "\n")

@@ -48,3 +48,8 @@ def test_a_changed_source_is_staged_newer_than_a_binary_built_before(tmp_path) -
     _copy_if_changed(src, dst)
     assert dst.read_text() == "new\n"
     assert dst.stat().st_mtime >= binary.stat().st_mtime
+
+
+def test_init_reads_the_program_selection() -> None:
+    assert f"progs=$(param {qemu.PROGRAMS_PARAM})" in INIT
+    assert 'TEST_GEN_PROGS="$progs"' in INIT
