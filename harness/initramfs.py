@@ -9,6 +9,8 @@ guest's /selftests is exactly what a user would run by hand:
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import shutil
 import stat
@@ -131,9 +133,11 @@ class Archive:
     """A newc cpio written by hand: root-owned entries, fixed mtimes and a
     /dev/console node, none of which need privileges or a host mount."""
     entries: dict[str, tuple[int, bytes, int, int]]  # path -> (mode, data, mtime, rdev)
+    sources: list[Path]     # host files packed in besides the selftests
 
     def __init__(self) -> None:
         self.entries = {}
+        self.sources = []
 
     def dir(self, path: str) -> None:
         parts = path.strip("/").split("/")
@@ -188,7 +192,30 @@ class Archive:
         tmp.replace(out)
 
 
+def _fingerprint(files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for f in files:
+        try:
+            st = f.stat()
+            h.update(f"{f} {st.st_size} {st.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{f} missing\n".encode())
+    return h.hexdigest()
+
+
 def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Path:
+    """The cpio, packed again only when one of its inputs changed (by size
+    and mtime: the staged selftests, the init, the host binaries)."""
+    out = build / "initramfs" / f"{arch.name}.cpio"
+    stamp = out.with_name(f".{out.name}.inputs")
+    staged = sorted(f for f in selftests.rglob("*") if f.is_file())
+    try:
+        old = json.loads(stamp.read_text())
+        host = [Path(f) for f in old["host"]]
+        if out.is_file() and old["fingerprint"] == _fingerprint(host + staged):
+            return out
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     root = _host_root(build, arch)
     a = Archive()
     for d in ("proc", "sys", "dev", "tmp", "mnt/scratch", "root", "etc"):
@@ -221,14 +248,19 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     needed, interp = _elf_deps(make)
     for lib in needed:
         path = _find_lib(root, lib)
+        a.sources.append(path.resolve())
         a.file(str(path.relative_to(root)), path.resolve().read_bytes(), 0o755, BINARY_MTIME)
         for d in ("lib", "usr/lib"):  # ld.so's default search path
             a.symlink(f"{d}/{lib}", "/" + str(path.relative_to(root)))
     if interp:
-        a.file(interp, (root / interp.lstrip("/")).resolve().read_bytes(), 0o755, BINARY_MTIME)
+        a.sources.append((root / interp.lstrip("/")).resolve())
+        a.file(interp, a.sources[-1].read_bytes(), 0o755, BINARY_MTIME)
 
     a.tree("selftests", selftests)
-    out = build / "initramfs" / f"{arch.name}.cpio"
     out.parent.mkdir(parents=True, exist_ok=True)
     a.write(out)
+    host = [repo / "initramfs" / "init", repo / "initramfs" / "timeout", busybox,
+            Path("/bin/busybox"), make, *a.sources]
+    stamp.write_text(json.dumps({"host": [str(f) for f in host],
+                                 "fingerprint": _fingerprint(host + staged)}))
     return out

@@ -20,10 +20,15 @@ if [ "$(id -u)" != 0 ]; then
 	sudo=sudo
 fi
 
+# One dpkg-query for all of them: 'make deps' runs before every target.
+installed=$(dpkg-query -W -f='${Package} ${Status}\n' $packages 2>/dev/null |
+	sed -n 's/ install ok installed$//p')
 missing=
 for p in $packages; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
-		missing="$missing $p"
+	case " $(echo $installed) " in
+	*" $p "*) ;;
+	*) missing="$missing $p" ;;
+	esac
 done
 
 need_arm64=
