@@ -198,14 +198,19 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
         return result
 
     log(f"booting {len(cells)} cell(s), {jobs} at a time")
+    times = build / "cell-times.json"
     with _Timer(timings, "boot"):
         pool = ThreadPoolExecutor(max_workers=jobs)
         try:
-            cell_results = list(pool.map(one, cells))
+            finished = {r.cell.id: r for r in
+                        pool.map(one, timing.longest_first(cells, timing.load_times(times)))}
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)   # boot no further cells
             raise
         pool.shutdown()
+    cell_results = [finished[c.id] for c in cells]
+    timing.save_times(times, {r.cell.id: r.duration_s for r in cell_results
+                              if r.status in ("pass", "fail") and r.cell.id not in programs})
     timings["total"] = time.monotonic() - t_start
 
     rr = RunResult(run_id, run_dir, cell_results, timings, builds)

@@ -5,11 +5,14 @@ line (qemu.BootOutcome.line_times): the boot up to the guest's begin marker
 result.  Parsing only: nothing here starts a process."""
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 from .ktap import BEGIN_MARKER
+from .matrix import Cell
 
 _HEADER = re.compile(r"^# selftests: \S+: (\S+)\s*$")
 _RESULT = re.compile(r"^(?:not )?ok \d+ selftests: \S+: (\S+)")
@@ -70,3 +73,27 @@ def summary(timings: list[tuple[str, CellTiming]]) -> str:
         lines.append(f"{name:<{width}}  {len(times):>5}  {statistics.median(t for t, _ in times):>5.1f}s"
                      f"  {worst[0]:>5.1f}s  {worst[1]}")
     return "\n".join(lines)
+
+
+# ---- scheduling -------------------------------------------------------------
+
+def load_times(path: Path) -> dict[str, float]:
+    """Each cell's last full-suite duration (see save_times); {} if none."""
+    try:
+        data = json.loads(path.read_text())
+        return {str(k): float(v) for k, v in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def save_times(path: Path, durations: dict[str, float]) -> None:
+    path.write_text(json.dumps(load_times(path) | {k: round(v, 1) for k, v in durations.items()},
+                               indent=1, sort_keys=True) + "\n")
+
+
+def longest_first(cells: list[Cell], known: dict[str, float]) -> list[Cell]:
+    """The order to boot cells in so that the run does not end waiting on
+    one long cell: cells never timed first (aarch64, slower under TCG,
+    before x86_64), then the rest from the longest last time down."""
+    return sorted(cells, key=lambda c: (c.id in known, -known.get(c.id, 0.0),
+                                        c.arch == "x86_64"))

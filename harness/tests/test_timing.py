@@ -1,7 +1,10 @@
 """Per-program times from the host's arrival time of console lines."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness import timing
+from harness.matrix import Cell
 
 CONSOLE = """\
 [    0.000000] Linux version 6.1.192
@@ -42,3 +45,19 @@ def test_summary_lists_the_slowest_program_first() -> None:
         "open_test           2    1.5s    2.0s  cell-b",
         "fput_test           1    3.0s    3.0s  cell-a",
     ]
+
+
+def test_longest_cells_boot_first_and_untimed_ones_before_them(tmp_path: Path) -> None:
+    cells = [Cell("x86_64", "stock", "enforce", "custom"), Cell("x86_64", "stock", "off", "custom"),
+             Cell("aarch64", "stock", "fix", "custom"), Cell("x86_64", "stock", "fix", "custom"),
+             Cell("aarch64", "stock", "off", "custom")]
+    times = tmp_path / "cell-times.json"
+    timing.save_times(times, {cells[0].id: 8.5, cells[1].id: 21.0})
+    timing.save_times(times, {cells[4].id: 12.0})
+    order = timing.longest_first(cells, timing.load_times(times))
+    assert [c.id for c in order] == [cells[2].id, cells[3].id, cells[1].id, cells[4].id,
+                                     cells[0].id]
+
+
+def test_a_damaged_times_file_is_no_times() -> None:
+    assert timing.load_times(Path("/nonexistent")) == {}
