@@ -30,7 +30,7 @@ matrix_args = $(if $(K),-k '$(K)') $(if $(ARCHS),--archs=$(ARCHS)) \
 	$(if $(ACCEL),--accel=$(ACCEL)) $(if $(KERNEL_TREE),--kernel-tree=$(KERNEL_TREE)) \
 	$(if $(EXTRA_PATCHES),--extra-patches='$(EXTRA_PATCHES)') --build-dir=$(BUILD)
 
-.PHONY: help deps run unit check mutants regressions selftests clean distclean
+.PHONY: help deps run unit check mutants regressions selftests bench clean distclean
 
 help:
 	@echo 'Targets:'
@@ -41,6 +41,8 @@ help:
 	@echo '             the series (x86_64 unless ARCHS=; MUTANTS=<names> picks some);'
 	@echo '             fails unless each is caught as its Caught-by: trailers say'
 	@echo '  selftests  build the guest /selftests tree only: build/selftests/<arch>/'
+	@echo '  bench      measure cold and warm builds, the boot floor, the matrix (narrow it'
+	@echo '             with ARCHS= etc.) and the edit loop, in BENCH_BUILD (build/bench)'
 	@echo '  deps       install missing Debian packages and the arm64 guest userland'
 	@echo '  clean      remove results and scratch disks; distclean: all of build/'
 	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= HASHES= SETATTR= VARIANTS='
@@ -72,8 +74,26 @@ regressions: mutants
 selftests: deps
 	$(Q)$(PYTHON) -m harness selftests --build-dir=$(BUILD) $(subst $(comma), ,$(ARCHS))
 
+# Cold builds delete and rebuild the kernels there: not in $(BUILD) itself.
+BENCH_BUILD ?= $(BUILD)/bench
+
+bench: deps
+	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) \
+		$(if $(ARCHS),--archs=$(ARCHS)) $(if $(MODES),--modes=$(MODES)) \
+		$(if $(POLICIES),--policies=$(POLICIES)) $(if $(HASHES),--hashes=$(HASHES)) \
+		$(if $(SETATTR),--setattr=$(SETATTR)) $(if $(NO_COLD),--no-cold)
+
 clean:
 	rm -rf $(BUILD)/results $(BUILD)/scratch
 
-distclean:
+dist# Cold builds delete and rebuild the kernels there: not in $(BUILD) itself.
+BENCH_BUILD ?= $(BUILD)/bench
+
+bench: deps
+	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) \
+		$(if $(ARCHS),--archs=$(ARCHS)) $(if $(MODES),--modes=$(MODES)) \
+		$(if $(POLICIES),--policies=$(POLICIES)) $(if $(HASHES),--hashes=$(HASHES)) \
+		$(if $(SETATTR),--setattr=$(SETATTR)) $(if $(NO_COLD),--no-cold)
+
+clean:
 	rm -rf $(BUILD)

@@ -49,7 +49,7 @@ class _Timer:
         self.timings[self.phase] = self.timings.get(self.phase, 0.0) + time.monotonic() - self.start
 
 
-def _fragments(repo: Path, arch: str, build: Path) -> tuple[Path, ...]:
+def fragments(repo: Path, arch: str, build: Path) -> tuple[Path, ...]:
     cfg = repo / "kernel-patches" / "config"
     return (cfg / "common.config", cfg / f"{arch}.config",
             keys.ensure(build) / "trusted-keys.config")
@@ -119,7 +119,7 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
                 continue
             sources[v] = (variant.tree or pristine, patches)
         plan = kbuild.plan(build, arch, sources,
-                           {v: _fragments(repo, arch_name, build) for v in sources})
+                           {v: fragments(repo, arch_name, build) for v in sources})
         built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
         for v, k in plan.items():
             if k.out not in built:
