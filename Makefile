@@ -23,9 +23,10 @@ PYTEST_VERBOSITY := -q
 endif
 
 # Matrix selection, passed through to the harness (see harness/conftest.py).
-matrix_args = $(if $(K),-k '$(K)') $(if $(ARCHS),--archs=$(ARCHS)) \
+axis_args = $(if $(ARCHS),--archs=$(ARCHS)) \
 	$(if $(MODES),--modes=$(MODES)) $(if $(POLICIES),--policies=$(POLICIES)) \
-	$(if $(HASHES),--hashes=$(HASHES)) $(if $(SETATTR),--setattr=$(SETATTR)) \
+	$(if $(HASHES),--hashes=$(HASHES)) $(if $(SETATTR),--setattr=$(SETATTR))
+matrix_args = $(if $(K),-k '$(K)') $(axis_args) \
 	$(if $(VARIANTS),--variants=$(VARIANTS)) $(if $(JOBS),--jobs=$(JOBS)) \
 	$(if $(ACCEL),--accel=$(ACCEL)) $(if $(KERNEL_TREE),--kernel-tree=$(KERNEL_TREE)) \
 	$(if $(EXTRA_PATCHES),--extra-patches='$(EXTRA_PATCHES)') --build-dir=$(BUILD)
@@ -78,22 +79,11 @@ selftests: deps
 BENCH_BUILD ?= $(BUILD)/bench
 
 bench: deps
-	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) \
-		$(if $(ARCHS),--archs=$(ARCHS)) $(if $(MODES),--modes=$(MODES)) \
-		$(if $(POLICIES),--policies=$(POLICIES)) $(if $(HASHES),--hashes=$(HASHES)) \
-		$(if $(SETATTR),--setattr=$(SETATTR)) $(if $(NO_COLD),--no-cold)
+	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) $(axis_args) \
+		$(if $(NO_COLD),--no-cold)
 
 clean:
 	rm -rf $(BUILD)/results $(BUILD)/scratch
 
-dist# Cold builds delete and rebuild the kernels there: not in $(BUILD) itself.
-BENCH_BUILD ?= $(BUILD)/bench
-
-bench: deps
-	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) \
-		$(if $(ARCHS),--archs=$(ARCHS)) $(if $(MODES),--modes=$(MODES)) \
-		$(if $(POLICIES),--policies=$(POLICIES)) $(if $(HASHES),--hashes=$(HASHES)) \
-		$(if $(SETATTR),--setattr=$(SETATTR)) $(if $(NO_COLD),--no-cold)
-
-clean:
+distclean:
 	rm -rf $(BUILD)
