@@ -31,6 +31,7 @@ from pathlib import Path
 from . import cases, kbuild, initramfs, matrix as matrix_mod, qemu, runner
 from .archs import ARCHS
 from .errors import HarnessError
+from .status import Status
 
 REPO = Path(__file__).resolve().parent.parent
 AXES = ("archs", "modes", "policies", "hashes", "setattr")
@@ -152,7 +153,7 @@ def main(argv: list[str]) -> int:
         wall = time.monotonic() - t
         say(f"matrix {'(subset: ' + ' '.join(f'{k}={v}' for k, v in narrowed.items()) + ')' if narrowed else '(full)'}: "
             f"{len(cells)} cells in {wall:.0f}s wall ({os.cpu_count()} at a time), "
-            f"{sum(r.status == 'pass' for r in run.cells)} pass")
+            f"{sum(r.status == Status.PASS for r in run.cells)} pass")
         say(f"{'cell':<44} {'time':>6} {'floor':>6} {'work':>6}")
         for r in sorted(run.cells, key=lambda r: -r.duration_s):
             floor = floors[f"{r.cell.arch}-{r.cell.variant}"].total_s

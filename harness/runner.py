@@ -210,7 +210,7 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
         pool.shutdown()
     cell_results = [finished[c.id] for c in cells]
     timing.save_times(times, {r.cell.id: r.duration_s for r in cell_results
-                              if r.status in ("pass", "fail") and r.cell.id not in programs})
+                              if r.status in (Status.PASS, Status.FAIL) and r.cell.id not in programs})
     timings["total"] = time.monotonic() - t_start
 
     rr = RunResult(run_id, run_dir, cell_results, timings, builds)
