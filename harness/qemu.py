@@ -51,7 +51,8 @@ class BootOutcome:
 
 def kernel_cmdline(req: BootRequest) -> str:
     # panic=-1: reboot at once on a panic, which -no-reboot turns into an exit.
-    return f"console={req.arch.console} panic=-1 {req.cmdline}".strip()
+    return " ".join(filter(None, (f"console={req.arch.console}", "panic=-1",
+                                  req.arch.boot_args, req.cmdline)))
 
 
 def command(req: BootRequest) -> list[str]:
