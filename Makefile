@@ -52,7 +52,7 @@ help:
 	@echo '           EXTRA_PATCHES="a.patch b.patch": boot patched + these as variant "extra"'
 
 deps:
-	$(Q)sh scripts/deps.sh
+	$(Q)DEBDIR=$(BUILD)/debs/arm64 sh scripts/deps.sh
 
 run: deps
 	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider -rfE \
@@ -79,6 +79,7 @@ selftests: deps
 BENCH_BUILD ?= $(BUILD)/bench
 
 bench: deps
+	$(Q)DEBDIR=$(BENCH_BUILD)/debs/arm64 sh scripts/deps.sh
 	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) $(axis_args) \
 		$(if $(NO_COLD),--no-cold)
 

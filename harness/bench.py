@@ -6,9 +6,8 @@
 In a build directory of its own (default build/bench; the kernel trees and
 builds there are deleted for the cold builds, keys and packages are kept):
 
-1. builds: every kernel of the selected matrix cold (nothing built yet;
-   stock first, so the other variants of Debian's tree are workspace turns
-   after it), then again warm (nothing changed);
+1. builds: every kernel of the selected matrix cold (nothing built yet,
+   stock first), then again warm (nothing changed);
 2. floor: per kernel, a bare boot to the guest's init and out again (the
    KVM probe's path through initramfs/init), which every cell pays;
 3. matrix: the selected cells (the whole matrix unless narrowed) booted
@@ -65,7 +64,7 @@ def _build(build: Path, m: matrix_mod.Matrix, arch: str, variant: str) -> BuildT
                     {variant: runner.fragments(REPO, arch, build)})[variant]
     t = time.monotonic()
     _, compiled = kbuild.build_kernel(build, k, os.cpu_count() or 1,
-                                      workspace=v.workspace or v.tree is None)
+                                      workspace=runner.in_workspace(v))
     return BuildTime(f"{arch}-{variant}", time.monotonic() - t, compiled)
 
 
@@ -121,7 +120,7 @@ def main(argv: list[str]) -> int:
     try:
         m = matrix_mod.load(args.matrix, **narrowed)
         kernels = list(dict.fromkeys((c.arch, c.variant) for c in m.cells))
-        # stock first: the cold build is the full one, the rest are turns.
+        # stock first: the other variants may share its work.
         kernels.sort(key=lambda k: (k[0], k[1] != "stock"))
         report: list[str] = []
         say = lambda line: (print(line, flush=True), report.append(line))  # noqa: E731

@@ -131,7 +131,7 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
                         v_k = matrix.variants[k.variant]
                         # Only EXTRA_PATCHES may need fuzz: our own patches apply exactly.
                         done, compiled = kbuild.build_kernel(
-                            build, k, jobs, workspace=v_k.workspace,
+                            build, k, jobs, workspace=in_workspace(v_k),
                             lenient=v_k.patches if v_k.name == matrix_mod.EXTRA_VARIANT else ())
                     built[k.out] = done
                     secs = time.monotonic() - t
@@ -222,6 +222,12 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
                                          + program_times(cell_results) + "\n")
     report.write(run_dir)
     return rr
+
+
+def in_workspace(variant: matrix_mod.Variant) -> bool:
+    """Whether a variant takes its turn in the shared workspace build (see
+    kbuild) rather than a tree and build of its own."""
+    return variant.workspace
 
 
 def programs_to_boot(selected: list[tuple[Cell, Case]],
