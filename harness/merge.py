@@ -38,6 +38,7 @@ from .matrix import Cell, Matrix
 from .results import CellResult, TestResult
 from .splats import Splat
 from .status import CASE_STATUSES, CELL_STATUSES, Status
+from .timing import CellTiming
 
 # Run-level keys of results.json that are not per cell (see the docstring).
 RUN_KEYS = ("run_id", "timings", "builds", "accel", "shard", "manifest")
@@ -105,8 +106,10 @@ def cell_result(doc: dict, artifacts: Path | None) -> CellResult:
     tests = tuple(TestResult(t["name"], Status(t["status"]), t.get("reason", ""))
                   for t in doc["tests"])
     splats = tuple(Splat(s["kind"], s["title"], 0) for s in doc.get("splats", ()))
+    timing = CellTiming.from_json(doc["timing"]) if doc.get("timing") else None
     return CellResult(cell, doc.get("accel", "none"), Status(doc["status"]), doc.get("reason", ""),
-                      float(doc.get("duration_s", 0.0)), splats, tests, artifacts)
+                      float(doc.get("duration_s", 0.0)), splats, tests, artifacts,
+                      timing=timing)
 
 
 def _same_build(shards: Sequence[Shard]) -> None:
@@ -238,7 +241,7 @@ def merge(shard_dirs: Iterable[Path], out: Path, matrix: Matrix) -> list[CellRes
     root.extend(suites[i] for i in order)
     ET.indent(root)
     ET.ElementTree(root).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)
-    (out / "summary.txt").write_text(results.summary_table(merged) + "\n")
+    (out / "summary.txt").write_text(results.summary_text(merged))
     report.write(out)
     return merged
 

@@ -243,6 +243,12 @@ def write_junit(path: Path, cells: list[CellResult]) -> None:
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def summary_text(cells: list[CellResult]) -> str:
+    """summary.txt: the table, then where the cells' time went per program."""
+    return (summary_table(cells) + "\n\n"
+            + timing_mod.summary([(c.cell.id, c.timing) for c in cells if c.timing]) + "\n")
+
+
 def summary_table(cells: list[CellResult]) -> str:
     width = max([len(c.cell.id) for c in cells] + [4])
     lines = [f"{'cell':<{width}}  accel  status   pass fail skip xfail xpass   time  notes"]

@@ -218,8 +218,7 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
                        {"builds": builds, "accel": {a: {"accel": c.accel, "reason": c.reason}
                                                     for a, c in accels.items()}})
     results.write_junit(run_dir / "junit.xml", cell_results)
-    (run_dir / "summary.txt").write_text(results.summary_table(cell_results) + "\n\n"
-                                         + program_times(cell_results) + "\n")
+    (run_dir / "summary.txt").write_text(results.summary_text(cell_results))
     report.write(run_dir)
     return rr
 

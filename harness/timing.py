@@ -36,6 +36,13 @@ class CellTiming:
                 **({"unfinished": [p.name for p in self.programs if not p.finished]}
                    if any(not p.finished for p in self.programs) else {})}
 
+    @classmethod
+    def from_json(cls, doc: dict) -> CellTiming:
+        """What to_json() wrote doc from (harness/merge.py reads shards so)."""
+        unfinished = set(doc.get("unfinished", ()))
+        return cls(doc.get("boot_s"), tuple(ProgramTime(name, seconds, name not in unfinished)
+                                            for name, seconds in doc.get("programs", {}).items()))
+
 
 def parse(console: str, line_times: tuple[float, ...]) -> CellTiming:
     """line_times[i] is when line i of console.split("\\n") ended."""
@@ -52,7 +59,11 @@ def parse(console: str, line_times: tuple[float, ...]) -> CellTiming:
         elif (m := _RESULT.match(line)) and m.group(1) in starts:
             programs.append(ProgramTime(m.group(1), when - starts.pop(m.group(1)), True))
     programs += [ProgramTime(name, last - t, False) for name, t in starts.items()]
-    return CellTiming(boot_s, tuple(programs))
+    # In hundredths, as results.json keeps them: a summary of merged shards
+    # (harness/merge.py) then prints what the single run printed.
+    return CellTiming(None if boot_s is None else round(boot_s, 2),
+                      tuple(ProgramTime(p.name, round(p.seconds, 2), p.finished)
+                            for p in programs))
 
 
 def summary(timings: list[tuple[str, CellTiming]]) -> str:
