@@ -2,21 +2,25 @@
 
 Layout under the build directory:
   src/linux-source-6.1/          pristine tree, extracted from Debian's tarball
-  src/linux-<variant>/           hard-linked copy with the variant's patches
-  kernel/<arch>-<variant>/       out-of-tree (O=) build
-  src/linux-workspace/           the shared tree of workspace variants
-  kernel/<arch>-workspace/       ... and their shared build
-A variant whose patch list equals an earlier variant's shares that variant's
-tree and build (kernel/<arch>-<variant> is then a symlink), so an empty
-kernel-patches/series costs nothing.  Every step is skipped when its inputs
-did not change, and kbuild itself recompiles only what changed.
+  src/linux-workspace/           hard-linked copy, the current turn's patches applied
+  kernel/<arch>-workspace/       its out-of-tree (O=) build, shared by every turn
+  kernel/<arch>-<variant>/       a variant's image and .config, stamped with
+                                 what they were built from
+  src/linux-<variant>/           a variant with a tree of its own: patched copy
+  kernel/<arch>-<variant>/       ... and its own build
+Every step is skipped when its inputs did not change, and kbuild itself
+recompiles only what changed.
 
-Workspace variants (mutants, EXTRA_PATCHES) are many kernels that differ
-from the patched one in a file or two.  A tree of their own would cost a
-full build each (kbuild's command lines name the tree), so they take turns
-in one tree and one build: each turn re-copies only the files a patch
-touches, kbuild recompiles those, and the image and .config are copied to
-kernel/<arch>-<variant>/, stamped with what they were built from.
+Every variant of Debian's tree (stock, patched, mutants, EXTRA_PATCHES)
+differs from the others in a file or two.  A tree of their own would cost a
+full build each (kbuild's command lines name the tree, so no object can be
+shared between trees), so they take turns in one tree and one build: each
+turn re-copies only the files a patch touches (or touched last turn), kbuild
+recompiles those, and the image and .config are copied to
+kernel/<arch>-<variant>/.  A cold run costs one full build per arch and a
+few objects and a relink per further variant; a warm one finds every image
+stamped and builds nothing.  (ccache was measured as the other way to share
+objects between trees: see README, "Where the time goes".)
 """
 from __future__ import annotations
 
@@ -115,7 +119,11 @@ def extract(build: Path, tarball: Path = TARBALL) -> Path:
     if tree.exists():
         shutil.rmtree(tree)
     tree.parent.mkdir(parents=True, exist_ok=True)
-    _run(["tar", "-C", str(tree.parent), "-xf", str(tarball)],
+    # -m: the files get the extraction time, not the archive's.  kbuild
+    # rebuilds an object only when a source is newer than it: an updated
+    # Debian source with the archive's (older) mtimes would leave every
+    # object built from the previous one in place.
+    _run(["tar", "-C", str(tree.parent), "-m", "-xf", str(tarball)],
          build / "logs" / "extract.log", f"extracting {tarball}")
     if not tree.is_dir():
         raise BuildError(f"{tarball} did not contain {TREE_NAME}/")
@@ -137,13 +145,14 @@ def _files_of(patch: Path) -> set[str]:
 
 def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
                  log: Path, copies: Path | None = None,
-                 lenient: tuple[Path, ...] = ()) -> Path:
+                 lenient: tuple[Path, ...] = (), always_copy: bool = False) -> Path:
     """A copy of the pristine tree, made under copies (default: next to it),
-    with the patches applied; the pristine tree itself when there are none.
+    with the patches applied; the pristine tree itself when there are none,
+    unless always_copy (the workspace: its build must keep one tree path).
     Patches in lenient (someone's EXTRA_PATCHES, written against the plain
     tree) may apply with fuzz where our series changed their context; the
     series itself must apply exactly, as git am would."""
-    if not patches:
+    if not patches and not always_copy:
         return pristine
     copies = copies or pristine.parent
     dest = copies / f"linux-{variant}"
@@ -153,7 +162,7 @@ def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
     origin = (pristine / "Makefile").stat()
     origin_id = f"origin {pristine} {origin.st_ino} {origin.st_mtime_ns}"
     want = _digest(origin_id, *(p.name + "\n" + p.read_text(errors="replace") for p in patches))
-    touched = set().union(*(_files_of(p) for p in patches))
+    touched: set[str] = set().union(*(_files_of(p) for p in patches))
     previous: set[str] = set()
     same_origin = False
     if stamp.is_file():
@@ -292,22 +301,42 @@ def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
     origin = (k.tree / "Makefile").stat()
     want = _digest(f"{k.tree} {origin.st_ino} {origin.st_mtime_ns}",
                    *(p.name + "\n" + p.read_text(errors="replace") for p in k.patches),
-                   *(f.read_text() for f in k.fragments))
+                   *(f.read_text() for f in k.fragments),
+                   # Files the fragments name (the test CA): the .config
+                   # text stays the same when they change.
+                   *(_named_files(f) for f in k.fragments))
     stamp = k.out / ".harness-snapshot"
     image = k.out / k.arch.image
     if stamp.is_file() and stamp.read_text() == want and image.is_file():
-        return k, 0
-    tree = patched_tree(k.tree, WORKSPACE, k.patches, log, build / "src", lenient)
+        return Kernel(k.arch, k.variant, build / "src" / f"linux-{WORKSPACE}", k.out,
+                      k.patches, k.fragments), 0
+    tree = patched_tree(k.tree, WORKSPACE, k.patches, log, build / "src", lenient,
+                        always_copy=True)
     ws = Kernel(k.arch, WORKSPACE, tree, build / "kernel" / f"{k.arch.name}-{WORKSPACE}",
                 k.patches, k.fragments)
     own_out_dir(ws.out)
     configure(ws, log)
     compiled = compile_kernel(ws, jobs, log)
+    _drop_stale_build(k.out)
     image.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(ws.image, image)
     shutil.copyfile(ws.config, k.config)
     stamp.write_text(want)
     return Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments), compiled
+
+
+def _named_files(fragment: Path) -> str:
+    """The contents of the absolute paths a Kconfig fragment names."""
+    named = re.findall(r'^CONFIG_\w+="(/[^"]+)"', fragment.read_text(), re.M)
+    return "".join(Path(f).read_text(errors="replace") if Path(f).is_file() else f"{f} missing"
+                   for f in named)
+
+
+def _drop_stale_build(out: Path) -> None:
+    """A variant that used to be built in a tree of its own leaves a whole
+    kbuild output in its directory; only its image and .config are kept now."""
+    if (out / "Makefile").is_file() and (out / "vmlinux").exists():
+        shutil.rmtree(out)
 
 
 def link_alias(build: Path, arch: Arch, alias: str, target: Kernel) -> None:

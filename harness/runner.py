@@ -225,8 +225,9 @@ def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pa
 
 def in_workspace(variant: matrix_mod.Variant) -> bool:
     """Whether a variant takes its turn in the shared workspace build (see
-    kbuild) rather than a tree and build of its own."""
-    return variant.workspace
+    kbuild) rather than a tree and build of its own: every variant of
+    Debian's tree does."""
+    return variant.workspace or variant.tree is None
 
 
 def programs_to_boot(selected: list[tuple[Cell, Case]],

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,31 @@ def test_changing_patches_restores_only_their_files(pristine: Path, tmp_path: Pa
     tree = kbuild.patched_tree(pristine, "ws", (b,), tmp_path / "log")
     assert (tree / "lib" / "answer.c").read_text() == "int answer = 41;\n"
     assert (tree / "lib" / "new.c").read_text() == "int new;\n"
+
+
+def test_extraction_gives_files_a_fresh_mtime(tmp_path: Path) -> None:
+    # An updated Debian source carries its archive's mtimes, older than the
+    # objects built from the previous one: kbuild would keep those objects.
+    src = tmp_path / "pack" / "linux-source-6.1"
+    src.mkdir(parents=True)
+    (src / "Makefile").write_text("# toy\n")
+    os.utime(src / "Makefile", (946684800, 946684800))
+    tarball = tmp_path / "linux-source-6.1.tar.xz"
+    assert os.system(f"tar -C {tmp_path / 'pack'} -cJf {tarball} linux-source-6.1") == 0
+    before = time.time()
+    tree = kbuild.extract(tmp_path / "build", tarball)
+    assert (tree / "Makefile").stat().st_mtime >= before - 1
+
+
+def test_the_workspace_is_a_copy_even_without_patches(pristine: Path, tmp_path: Path) -> None:
+    # stock takes its turn in the workspace too: one tree path, one build.
+    tree = kbuild.patched_tree(pristine, "workspace", (), tmp_path / "log", always_copy=True)
+    assert tree == pristine.parent / "linux-workspace"
+    assert (tree / "lib" / "answer.c").read_text() == "int answer = 41;\n"
+    patch = tmp_path / "0001-a.patch"
+    patch.write_text(PATCH)
+    assert kbuild.patched_tree(pristine, "workspace", (patch,), tmp_path / "log") == tree
+    assert (tree / "lib" / "answer.c").read_text() == "int answer = 42;\n"
+    kbuild.patched_tree(pristine, "workspace", (), tmp_path / "log", always_copy=True)
+    assert (tree / "lib" / "answer.c").read_text() == "int answer = 41;\n"
+    assert (pristine / "lib" / "answer.c").read_text() == "int answer = 41;\n"
