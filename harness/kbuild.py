@@ -175,42 +175,63 @@ def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
         if dest.exists():
             shutil.rmtree(dest)
         _run(["cp", "-al", str(pristine), str(dest)], log, f"copying {pristine}")
-    # Until the patches are in, the stamp names every file to restore, so
-    # an interrupted or failed application is undone next time.
+    # The patches are applied to private copies of the files they touch (or
+    # touched last time) in a staging directory: a patch that does not apply
+    # leaves the tree as it was.
     restore = touched | previous
+    staging = copies / f".linux-{variant}.staging"
+    if staging.exists():
+        shutil.rmtree(staging)
+    for rel in restore:
+        if (pristine / rel).is_file():
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(pristine / rel, staging / rel)
+    staging.mkdir(parents=True, exist_ok=True)
+    for patch in patches:
+        _apply(patch, staging, variant, pristine, log, patch in lenient)
+    # Until the files are in, the stamp names every file to restore, so an
+    # interrupted turn is undone next time.
     stamp.write_text("dirty\n" + origin_id + "\n" + "\n".join(sorted(restore)) + "\n")
-    # Hard links share the pristine tree's inodes: replace every file a patch
-    # will touch, or touched last time, by a private copy (or remove it if a
-    # patch created it).  The fresh mtime also makes kbuild recompile a file
-    # whose patch was just dropped.  Everything else is left as it is, so a
-    # tree that changes patches (the workspace) costs only their files.
+    # Only a file whose content changes is replaced (never written through:
+    # untouched files are hard links to the pristine tree's inodes), and gets
+    # a fresh mtime, so kbuild recompiles it, also when its patch was just
+    # dropped.  A file with the content it had keeps its mtime, and the
+    # objects built from that content: a turn costs only what differs from
+    # the previous one.
     for rel in sorted(restore):
-        f, src = dest / rel, pristine / rel
+        f, new = dest / rel, staging / rel
+        if new.is_file() and f.is_file() and not f.is_symlink() \
+                and f.read_bytes() == new.read_bytes():
+            continue
         if f.is_file() or f.is_symlink():
             f.unlink()
-        if src.is_file():
+        if new.is_file():
             f.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, f)
-            shutil.copymode(src, f)
-    for patch in patches:
-        try:
-            # --fuzz=0: what git am would reject must not apply here either.
-            cmd = ["patch", "-p1", "--batch", "--forward", "--fuzz=0", "-d", str(dest),
-                   "-i", str(patch)]
-            try:
-                _run(cmd, log, f"applying {patch}")
-            except BuildError:
-                if patch not in lenient:
-                    raise
-                # patch --dry-run first: a failed attempt must leave no half.
-                _run([*cmd[:4], "--dry-run", *cmd[5:]], log, f"applying {patch} with fuzz")
-                _run([c for c in cmd if c != "--fuzz=0"], log, f"applying {patch} with fuzz")
-        except BuildError as e:
-            raise BuildError(
-                f"{patch} does not apply to {TREE_NAME} (variant {variant!r}). "
-                f"Refresh it against {pristine} or drop it from the series.\n{e}") from None
+            shutil.copyfile(new, f)
+            shutil.copymode(new, f)
+    shutil.rmtree(staging)
     stamp.write_text(want + "\n" + origin_id + "\n" + "\n".join(sorted(touched)) + "\n")
     return dest
+
+
+def _apply(patch: Path, tree: Path, variant: str, pristine: Path, log: Path,
+           lenient: bool) -> None:
+    try:
+        # --fuzz=0: what git am would reject must not apply here either.
+        cmd = ["patch", "-p1", "--batch", "--forward", "--fuzz=0", "-d", str(tree),
+               "-i", str(patch)]
+        try:
+            _run(cmd, log, f"applying {patch}")
+        except BuildError:
+            if not lenient:
+                raise
+            # patch --dry-run first: a failed attempt must leave no half.
+            _run([*cmd[:4], "--dry-run", *cmd[5:]], log, f"applying {patch} with fuzz")
+            _run([c for c in cmd if c != "--fuzz=0"], log, f"applying {patch} with fuzz")
+    except BuildError as e:
+        raise BuildError(
+            f"{patch} does not apply to {TREE_NAME} (variant {variant!r}). "
+            f"Refresh it against {pristine} or drop it from the series.\n{e}") from None
 
 
 def _make(k: Kernel, *targets: str, jobs: int, log: Path) -> str:

@@ -160,3 +160,33 @@ def test_the_workspace_is_a_copy_even_without_patches(pristine: Path, tmp_path: 
     kbuild.patched_tree(pristine, "workspace", (), tmp_path / "log", always_copy=True)
     assert (tree / "lib" / "answer.c").read_text() == "int answer = 41;\n"
     assert (pristine / "lib" / "answer.c").read_text() == "int answer = 41;\n"
+
+
+def test_a_turn_keeps_the_mtime_of_a_file_whose_content_stays(pristine: Path,
+                                                              tmp_path: Path) -> None:
+    # patched, then patched + a mutant of another file: the series' file
+    # keeps its objects (its content is what it was).
+    series = tmp_path / "0001-a.patch"
+    series.write_text(PATCH)
+    mutant = tmp_path / "0002-b.patch"
+    mutant.write_text("--- a/lib/other.c\n+++ b/lib/other.c\n@@ -1 +1 @@\n"
+                      "-int other;\n+int other = 1;\n")
+    tree = kbuild.patched_tree(pristine, "workspace", (series,), tmp_path / "log")
+    mtime = (tree / "lib" / "answer.c").stat().st_mtime_ns
+    kbuild.patched_tree(pristine, "workspace", (series, mutant), tmp_path / "log")
+    assert (tree / "lib" / "answer.c").stat().st_mtime_ns == mtime
+    assert (tree / "lib" / "other.c").read_text() == "int other = 1;\n"
+    assert (pristine / "lib" / "other.c").read_text() == "int other;\n"
+
+
+def test_a_patch_that_does_not_apply_leaves_the_tree_as_it_was(pristine: Path,
+                                                               tmp_path: Path) -> None:
+    good = tmp_path / "0001-a.patch"
+    good.write_text(PATCH)
+    tree = kbuild.patched_tree(pristine, "v", (good,), tmp_path / "log")
+    stale = tmp_path / "0002-stale.patch"
+    stale.write_text(PATCH.replace("41", "40").replace("answer.c", "other.c"))
+    with pytest.raises(BuildError):
+        kbuild.patched_tree(pristine, "v", (stale,), tmp_path / "log")
+    assert (tree / "lib" / "answer.c").read_text() == "int answer = 42;\n"
+    assert sorted(p.name for p in (tree / "lib").iterdir()) == ["answer.c", "other.c"]
