@@ -6,8 +6,9 @@
 In a build directory of its own (default build/bench; the kernel trees and
 builds there are deleted for the cold builds, keys and packages are kept):
 
-1. builds: every kernel of the selected matrix cold (nothing built yet,
-   stock first), then again warm (nothing changed);
+1. builds: every kernel of the selected matrix cold (nothing built yet;
+   stock first, so the other variants of Debian's tree are workspace turns
+   after it), then again warm (nothing changed);
 2. floor: per kernel, a bare boot to the guest's init and out again (the
    KVM probe's path through initramfs/init), which every cell pays;
 3. matrix: the selected cells (the whole matrix unless narrowed) booted
