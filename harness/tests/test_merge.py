@@ -256,3 +256,15 @@ def test_a_merged_summary_prints_the_program_times_a_single_run_prints(tmp_path:
     assert "timing" in doc
     assert (results.summary_text([merge.cell_result(doc, None)])
             == results.summary_text([cell]))
+
+
+def test_a_status_this_harness_does_not_know(tmp_path: Path) -> None:
+    a, b = split(tmp_path, [[0, 1], [2, 3]])
+    doc = json.loads((b / "results.json").read_text())
+    doc["cells"][0]["tests"][5]["status"] = "flaky"
+    (b / "results.json").write_text(json.dumps(doc))
+    assert refused([a, b], tmp_path) == (
+        f"{b}/results.json: unknown status x86_64-patched-enforce-builtin-sha1-keep/"
+        f"{doc['cells'][0]['tests'][5]['name']}: 'flaky' (a cell is one of pass, fail, "
+        "timeout, panic, error; a case one of pass, fail, skip, xfail, xpass); written by "
+        "another harness version?")
