@@ -184,6 +184,8 @@ TEST_F(setattr, chown_reappraises)
 		uuid, FOWNER_SETATTR_IMASIG);
 	policy_add_rule(_metadata, rule);
 	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
+	/* the setup's open and this one passed, not repaired */
+	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
 
 	ASSERT_EQ(0, chown(self->env.path, FOWNER_SETATTR_IMASIG, -1));
 	ima_env_watch(_metadata, &self->env);

@@ -246,6 +246,8 @@ TEST_F(ima_xattr, set_wrong_reappraises)
 	if (self->env.skip)
 		return;
 	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
+	/* passed, not repaired: a repair would be cached as a pass */
+	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
 	ASSERT_EQ(0, set_ima(self->env.path, self->wrong, self->env.good_len));
 	ima_env_watch(_metadata, &self->env);
 	check_reappraised(_metadata, self, STATE_WRONG);
@@ -257,6 +259,8 @@ TEST_F(ima_xattr, remove_reappraises)
 	if (self->env.skip)
 		return;
 	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
+	/* passed, not repaired: a repair would be cached as a pass */
+	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
 	ASSERT_EQ(0, removexattr(self->env.path, XATTR_IMA));
 	ima_env_watch(_metadata, &self->env);
 	check_reappraised(_metadata, self, STATE_MISSING);
