@@ -1,7 +1,7 @@
 # IMA appraisal selftests and their QEMU matrix.  'make help' lists targets.
 #
 #   make run                 build what changed, boot the whole matrix
-#   make check               unit tests of the harness, then 'make run'
+#   make check               unit tests, then the covering tier of the matrix (CI)
 #   make run K='aarch64 and enforce and exec'      pytest -k selection
 #   make run VARIANTS=patched HASHES=sha256        narrow any axis (comma lists)
 #   make run KERNEL_TREE=~/src/linux               your own kernel tree, as variant "local"
@@ -28,6 +28,7 @@ axis_args = $(if $(ARCHS),--archs=$(ARCHS)) \
 	$(if $(HASHES),--hashes=$(HASHES)) $(if $(SETATTR),--setattr=$(SETATTR))
 matrix_args = $(if $(K),-k '$(K)') $(axis_args) \
 	$(if $(VARIANTS),--variants=$(VARIANTS)) $(if $(JOBS),--jobs=$(JOBS)) \
+	$(if $(MAKE_JOBS),--make-jobs=$(MAKE_JOBS)) $(if $(TIER),--tier=$(TIER)) \
 	$(if $(ACCEL),--accel=$(ACCEL)) $(if $(KERNEL_TREE),--kernel-tree=$(KERNEL_TREE)) \
 	$(if $(EXTRA_PATCHES),--extra-patches='$(EXTRA_PATCHES)') --build-dir=$(BUILD)
 
@@ -36,7 +37,9 @@ matrix_args = $(if $(K),-k '$(K)') $(axis_args) \
 help:
 	@echo 'Targets:'
 	@echo '  run        build kernels, selftests and initramfs as needed; boot every matrix cell'
-	@echo '  check      unit tests of the harness, then the full matrix (what CI runs)'
+	@echo '  check      unit tests of the harness, then the covering tier of the matrix: one'
+	@echo '             cell per arch x variant x mode x policy, every hash and setattr'
+	@echo '             value, the cells mutants are caught in (what CI runs)'
 	@echo '  unit       unit tests of the harness only (no QEMU)'
 	@echo '  mutants    boot every known-bad patch of kernel-patches/regressions on top of'
 	@echo '             the series (x86_64 unless ARCHS=; MUTANTS=<names> picks some);'
@@ -47,7 +50,8 @@ help:
 	@echo '  deps       install missing Debian packages and the arm64 guest userland'
 	@echo '  clean      remove results and scratch disks; distclean: all of build/'
 	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= HASHES= SETATTR= VARIANTS='
-	@echo '           (comma lists) JOBS=<guests at once> ACCEL=auto|tcg|kvm V=1 BUILD=<dir>'
+	@echo '           (comma lists) JOBS=<guests at once> MAKE_JOBS=<make -j> TIER=full|covering'
+	@echo '           ACCEL=auto|tcg|kvm V=1 BUILD=<dir>'
 	@echo '           KERNEL_TREE=<your kernel source tree>: boot it as variant "local"'
 	@echo '           EXTRA_PATCHES="a.patch b.patch": boot patched + these as variant "extra"'
 
@@ -62,7 +66,7 @@ unit: deps
 	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider harness/tests
 
 check: unit
-	$(Q)$(MAKE) --no-print-directory run
+	$(Q)$(MAKE) --no-print-directory run TIER=covering
 
 mutants: deps
 	$(Q)$(PYTHON) -m harness mutants --build-dir=$(BUILD) \

@@ -7,6 +7,7 @@ and only the cells that still have an item are built and booted.
 from __future__ import annotations
 
 import os
+import traceback
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--extra-patches", default=os.environ.get("EXTRA_PATCHES") or None,
                 help="space-separated patch files: boots variant 'extra' (patched's series "
                      "and these patches on top)")
+    g.addoption("--tier", default=os.environ.get("TIER", "full"), choices=matrix_mod.TIERS,
+                help="full: every cell of the matrix; covering: the cells `make check` "
+                     "boots (harness/matrix.py covering_tier)")
     g.addoption("--jobs", type=int, default=None, help="guests booted at once (default: CPUs)")
+    g.addoption("--make-jobs", type=int, default=None,
+                help="make -j for kernels and selftests (default: CPUs)")
     g.addoption("--accel", default=os.environ.get("ACCEL", "auto"),
                 choices=("auto", "tcg", "kvm"), help="QEMU accelerator (default: auto)")
     g.addoption("--build-dir", default=str(REPO / "build"), help="build output directory")
@@ -59,6 +65,10 @@ def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
     return config.stash[_MATRIX]
 
 
+def _cells(config: pytest.Config) -> tuple[matrix_mod.Cell, ...]:
+    return matrix_mod.tier_cells(_matrix(config), config.getoption("tier"))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Validate matrix.yaml and the selftest sources up front, so a mistake is
     # one clear line ("ERROR: matrix.yaml: ...") instead of a collection error.
@@ -76,14 +86,13 @@ def _expected(config: pytest.Config) -> tuple[cases_mod.Case, ...]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "cell_case" in metafunc.fixturenames:
-        m = _matrix(metafunc.config)
         expected = _expected(metafunc.config)
-        params = [(cell, case) for cell in m.cells for case in expected]
+        params = [(cell, case) for cell in _cells(metafunc.config) for case in expected]
         metafunc.parametrize("cell_case", params,
                              ids=[f"{c.id}/{k.id}" for c, k in params])
     elif "cell" in metafunc.fixturenames:
-        m = _matrix(metafunc.config)
-        metafunc.parametrize("cell", m.cells, ids=[c.id for c in m.cells])
+        cells = _cells(metafunc.config)
+        metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
 
 
 def _cell_of(item: pytest.Item):
@@ -134,10 +143,23 @@ def pytest_runtestloop(session: pytest.Session) -> None:
         config.stash[_RUN] = runner.run(
             _matrix(config), cells, _expected(config), REPO,
             Path(config.getoption("build_dir")).resolve(), jobs=config.getoption("jobs"),
-            accel=config.getoption("accel"), log=log, programs=config.stash.get(_PROGRAMS, {}))
+            make_jobs=config.getoption("make_jobs"), accel=config.getoption("accel"), log=log,
+            programs=config.stash.get(_PROGRAMS, {}))
     except HarnessError as e:
         log(f"ERROR: {e}")
         config.stash[_ERROR] = str(e)
+    except Exception as e:  # noqa: BLE001 - a harness bug: still report, exit 2
+        log("ERROR: the harness failed:\n" + traceback.format_exc())
+        config.stash[_ERROR] = f"{type(e).__name__}: {e}"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # pytest says 1 for any failed item; a cell that could not be built or
+    # booted is the infrastructure's failure, not the kernel's: say 2.
+    run = session.config.stash.get(_RUN, None)
+    if session.config.stash.get(_ERROR, None) or (
+            run and run.exit_status == runner.EXIT_INFRASTRUCTURE):
+        session.exitstatus = runner.EXIT_INFRASTRUCTURE
 
 
 class MatrixRun:

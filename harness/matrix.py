@@ -390,3 +390,109 @@ def mutant_cells(m: Matrix, variant_names: Iterable[str], *,
     names = _Names(m.variants)
     return _cells(m.mutants, f"{m.path}: mutants", names, {"archs": archs},
                   {"variants": tuple(variant_names)})
+
+
+# ---- tiers ------------------------------------------------------------------
+
+TIERS = ("full", "covering")
+# The axes the covering tier boots every combination of (per arch and
+# variant); the others only need each of their values somewhere.
+_GROUP_AXES = ("arch", "variant", "mode", "policy")
+_SPREAD_AXES = ("hash", "setattr")
+
+
+def _kind(cell: Cell) -> tuple[str, str, str, str, str]:
+    """What a cell is apart from its kernel: the arch and the command line."""
+    return (cell.arch, cell.mode, cell.policy, cell.hash, cell.setattr)
+
+
+def covering_tier(m: Matrix) -> tuple[Cell, ...]:
+    """The cells `make check` boots, chosen by rule so that the tier grows
+    with the number of kernels and archs, not with the product of every axis:
+
+    - one cell per arch x variant x mode x policy of m.cells;
+    - each value of the other axes (hash, setattr) with every arch and
+      variant it has cells with;
+    - on every variant, the kinds of cell `make mutants` catches its
+      known-bad kernels in (matrix.yaml mutants:, on its archs), so that a
+      mutant (EXTRA_PATCHES=) or a real regression of that kind is caught
+      by the tier too.
+
+    Among the cells of a group, a mutant kind comes first, then the one
+    whose hash-and-setattr pair the tier has least often with its arch,
+    variant and policy so far, then the one whose values it has least often
+    with its arch and variant (so values and pairs spread), then matrix
+    order: the choice is deterministic."""
+    catching = set()
+    if m.mutants is not None:
+        catching = {_kind(c) for c in mutant_cells(m, [m.mutants["base"]])}
+    chosen: dict[Cell, None] = {}
+    uses: dict[tuple[str, ...], int] = {}    # per value and per pair: how often taken
+
+    def values(cell: Cell) -> list[tuple[str, ...]]:
+        return [(cell.arch, cell.variant, a, getattr(cell, a)) for a in _SPREAD_AXES]
+
+    def pair(cell: Cell) -> tuple[str, ...]:
+        return (cell.arch, cell.variant, cell.policy, *(getattr(cell, a) for a in _SPREAD_AXES))
+
+    def rarity(cell: Cell) -> tuple[int, int]:
+        return uses.get(pair(cell), 0), sum(uses.get(v, 0) for v in values(cell))
+
+    def take(cell: Cell) -> None:
+        chosen[cell] = None
+        for v in (*values(cell), pair(cell)):
+            uses[v] = uses.get(v, 0) + 1
+
+    for cell in m.cells:
+        if _kind(cell) in catching:
+            take(cell)
+    groups: dict[tuple[str, ...], list[Cell]] = {}
+    for cell in m.cells:
+        groups.setdefault(tuple(getattr(cell, a) for a in _GROUP_AXES), []).append(cell)
+    for members in groups.values():
+        if not any(c in chosen for c in members):
+            # min() keeps the first of equals: matrix order breaks ties.
+            take(min(members, key=rarity))
+    for cell in m.cells:
+        if any(v not in uses for v in values(cell)):
+            take(cell)
+    return tuple(c for c in m.cells if c in chosen)
+
+
+def tier_cells(m: Matrix, tier: str) -> tuple[Cell, ...]:
+    if tier == "full":
+        return m.cells
+    if tier == "covering":
+        return covering_tier(m)
+    raise ConfigError(f"unknown tier {tier!r}; allowed: {_join(TIERS)}")
+
+
+# ---- shards -----------------------------------------------------------------
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'i/N' (1 <= i <= N) as (i, N)."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ConfigError(f"--shard {text!r}: expected i/N with 1 <= i <= N, e.g. 2/4")
+    return int(m.group(1)), int(m.group(2))
+
+
+def partition(cells: Iterable[Cell], n: int,
+              expected_s: dict[str, float]) -> list[list[Cell]]:
+    """cells in n shards of about equal expected time: the longest cell
+    first into the shard with the least so far (ties: the lower shard, then
+    the cell id), so every machine computes the same shards from the same
+    manifest.  A cell without an expected time counts as the mean of the
+    others (1 s if none has one).  Within a shard, longest first: the tail
+    of a run is then short cells, which keeps the guests busy."""
+    cells = list(cells)
+    known = [expected_s[c.id] for c in cells if c.id in expected_s]
+    default = sum(known) / len(known) if known else 1.0
+    cost = {c.id: expected_s.get(c.id, default) for c in cells}
+    shards: list[list[Cell]] = [[] for _ in range(n)]
+    load = [0.0] * n
+    for cell in sorted(cells, key=lambda c: (-cost[c.id], c.id)):
+        i = min(range(n), key=lambda k: (load[k], k))
+        shards[i].append(cell)
+        load[i] += cost[cell.id]
+    return shards

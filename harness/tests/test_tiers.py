@@ -1,0 +1,149 @@
+"""The covering tier `make check` boots, and the shards of a CI run."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import matrix
+from harness.errors import ConfigError
+from harness.matrix import Cell
+
+REPO = Path(__file__).parents[2]
+
+
+def _repo_matrix() -> matrix.Matrix:
+    return matrix.load(REPO / "matrix.yaml")
+
+
+def _projection(cells, *axes: str) -> set[tuple[str, ...]]:
+    return {tuple(getattr(c, a) for a in axes) for c in cells}
+
+
+def assert_covers(m: matrix.Matrix, tier: tuple[Cell, ...]) -> None:
+    assert set(tier) <= set(m.cells)
+    group = ("arch", "variant", "mode", "policy")
+    assert _projection(tier, *group) == _projection(m.cells, *group)
+    for axis in ("hash", "setattr"):
+        assert _projection(tier, "arch", "variant", axis) == \
+            _projection(m.cells, "arch", "variant", axis), axis
+
+
+def test_the_repository_tier_covers_every_axis_value() -> None:
+    m = _repo_matrix()
+    tier = matrix.covering_tier(m)
+    assert_covers(m, tier)
+    # One cell per arch x variant x mode x policy: nothing added by hand.
+    assert len(tier) == len(_projection(m.cells, "arch", "variant", "mode", "policy"))
+    assert len(tier) < len(m.cells) / 2
+
+
+def test_every_variant_has_the_cells_mutants_are_caught_in() -> None:
+    m = _repo_matrix()
+    tier = set(matrix.covering_tier(m))
+    for variant in ("stock", "patched"):
+        for c in matrix.mutant_cells(m, [variant]):
+            assert c in tier, c.id
+
+
+def _measured_failing_kinds() -> dict[str, set[str]]:
+    """The regressions README's table of a real `make mutants` run: per
+    mutant, the mode-policy cells in which it failed something."""
+    text = (REPO / "kernel-patches" / "regressions" / "README.md").read_text()
+    table = text.split("| patch | cells that fail |", 1)[1].split("\n\n", 1)[0]
+    kinds = {}
+    for number, cells in re.findall(r"^\| (\d{4}) \| ([^|]+) \|", table, re.M):
+        kinds[number] = {re.sub(r"\s*\(.*\)", "", c).strip() for c in cells.split(",")}
+    return kinds
+
+
+def test_the_tier_boots_a_cell_every_measured_mutant_failed_in() -> None:
+    m = _repo_matrix()
+    base = m.mutants["base"]
+    tier = {f"{c.mode}-{c.policy}" for c in matrix.covering_tier(m)
+            if c.variant == base and c.arch == "x86_64"}
+    kinds = _measured_failing_kinds()
+    patches = sorted(p.name[:4] for p in m.mutants["patches"].glob("*.patch"))
+    assert sorted(kinds) == patches, "the README's table lacks a mutant"
+    missed = {n: k for n, k in kinds.items() if not k & tier}
+    assert missed == {}
+
+
+def test_the_tier_grows_with_kernels_not_with_the_axes_product(tmp_path: Path) -> None:
+    doc = yaml.safe_load((REPO / "matrix.yaml").read_text())
+    (tmp_path / "kernel-patches").symlink_to(REPO / "kernel-patches")
+    for name in ("debug", "v6-6", "v6-6-debug"):
+        doc["variants"][name] = {"note": "a later kernel"}
+        doc["matrix"]["variants"].append(name)
+    path = tmp_path / "matrix.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    small, big = _repo_matrix(), matrix.load(path)
+    tier = matrix.covering_tier(big)
+    assert_covers(big, tier)
+    # 2 archs x 4 modes x 3 policies per new kernel (only patched drops legacy).
+    assert len(tier) - len(matrix.covering_tier(small)) == 3 * 2 * 4 * 3
+    assert len(tier) < len(big.cells) / 2
+
+
+def test_the_tier_is_the_same_every_time() -> None:
+    assert matrix.covering_tier(_repo_matrix()) == matrix.covering_tier(_repo_matrix())
+
+
+def test_a_narrowed_matrix_narrows_its_tier() -> None:
+    m = matrix.load(REPO / "matrix.yaml", archs="aarch64", variants="stock")
+    tier = matrix.covering_tier(m)
+    assert_covers(m, tier)
+    assert {c.arch for c in tier} == {"aarch64"}
+
+
+def test_tier_cells() -> None:
+    m = _repo_matrix()
+    assert matrix.tier_cells(m, "full") == m.cells
+    with pytest.raises(ConfigError) as e:
+        matrix.tier_cells(m, "quick")
+    assert str(e.value) == "unknown tier 'quick'; allowed: full, covering"
+
+
+# ---- shards -----------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [("1/1", (1, 1)), ("2/4", (2, 4)), (" 3 / 3 ", (3, 3))])
+def test_parse_shard(text: str, expected: tuple[int, int]) -> None:
+    assert matrix.parse_shard(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0", ""])
+def test_parse_shard_errors(text: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        matrix.parse_shard(text)
+    assert str(e.value) == f"--shard {text!r}: expected i/N with 1 <= i <= N, e.g. 2/4"
+
+
+def test_partition_is_a_partition_balanced_longest_first() -> None:
+    cells = _repo_matrix().cells
+    expected = {c.id: (40.0 if c.arch == "aarch64" else 15.0)
+                * (2 if (c.mode, c.policy) == ("off", "custom") else 1) for c in cells}
+    for n in (1, 2, 3, 7):
+        shards = matrix.partition(cells, n, expected)
+        assert len(shards) == n
+        flat = [c for s in shards for c in s]
+        assert sorted(c.id for c in flat) == sorted(c.id for c in cells)
+        loads = [sum(expected[c.id] for c in s) for s in shards]
+        # Longest-first greedy: no shard exceeds another by more than its longest cell.
+        assert max(loads) - min(loads) <= max(expected.values())
+        for s in shards:
+            assert [expected[c.id] for c in s] == sorted((expected[c.id] for c in s),
+                                                         reverse=True)
+    # Every machine computes the same shards, whatever order it read the cells in.
+    assert matrix.partition(cells, 3, expected) == \
+        matrix.partition(list(reversed(cells)), 3, expected)
+
+
+def test_partition_without_expected_times() -> None:
+    cells = _repo_matrix().cells[:4]
+    # The two without a time count as the mean of the others: 60 s each.
+    shards = matrix.partition(cells, 2, {cells[0].id: 100.0, cells[1].id: 20.0})
+    assert shards[0] == [cells[0], cells[1]]
+    assert sorted(shards[1], key=lambda c: c.id) == sorted(cells[2:], key=lambda c: c.id)
+    assert matrix.partition(cells, 8, {})[5:] == [[], [], []]
