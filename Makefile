@@ -66,7 +66,7 @@ unit: deps
 	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider harness/tests
 
 check: unit
-	$(Q)$(MAKE) --no-print-directory run TIER=covering
+	$(Q)$(MAKE) --no-print-directory run TIER=$(or $(TIER),covering)
 
 mutants: deps
 	$(Q)$(PYTHON) -m harness mutants --build-dir=$(BUILD) \

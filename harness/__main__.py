@@ -21,18 +21,36 @@ writes RUN_DIR/report.html again from RUN_DIR/results.json (harness/report.py).
 merges the run directories of shards into DIR as one run (harness/merge.py);
 exits 2 if the shards do not make one run, else as that run would: 1 if a
 cell failed, 2 if a cell could not be built or booted.
+
+    /usr/bin/python3 -m harness build --out DIR [--tier T] [--archs A,B] ...
+    /usr/bin/python3 -m harness boot --manifest DIR/manifest.json [--shard i/N]
+
+are the stages of `make run` for a CI engine: build the kernels, selftests
+and initramfs of the chosen cells into DIR (relocatable: manifest.json
+names everything relative to it), then boot one shard of its cells per
+machine (the same partition on every machine: longest expected first,
+balanced), each writing build/results/<run-id>/ as `make run` does.
+
+Exit status: 0 every cell passed, 1 a test failed (a cell failed, timed
+out or panicked), 2 an infrastructure error (bad input, a kernel that did
+not build, a guest that could not start, an interrupted run).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import os
 import sys
 from pathlib import Path
 
-from . import cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, runner
+from . import (cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, results,
+               runner)
 from .archs import ARCHS
 from .errors import HarnessError
-from .status import Status
+from .runner import EXIT_INFRASTRUCTURE
+
+_AXES = ("archs", "modes", "policies", "hashes", "setattr", "variants")
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -59,6 +77,26 @@ def main(argv: list[str]) -> int:
     mg.add_argument("--out", type=Path, required=True, help="a new directory")
     mg.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml",
                     help="whose cell order the merged run has")
+    bd = sub.add_parser("build", help="build stage: kernels, selftests, initramfs into "
+                        "an artifact directory with a manifest.json")
+    bd.add_argument("--out", type=Path, required=True, help="the artifact directory")
+    bd.add_argument("--part", default="", help="write manifest-PART.json (one machine's "
+                    "share of the build, e.g. its arch); boot joins every part in the directory")
+    bd.add_argument("--tier", default="full", choices=matrix_mod.TIERS)
+    for axis in _AXES:
+        bd.add_argument(f"--{axis}", default=None, help="comma-separated, replacing the matrix's")
+    bd.add_argument("--make-jobs", type=int, default=None, help="make -j (default: CPUs)")
+    bd.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
+    bd.add_argument("--build-dir", type=Path, default=REPO / "build")
+    bt = sub.add_parser("boot", help="boot stage: one shard of a manifest's cells")
+    bt.add_argument("--manifest", type=Path, required=True,
+                    help="a manifest.json, or an artifact directory (all its manifest*.json)")
+    bt.add_argument("--shard", default="1/1", help="i/N: boot the i-th of N shards")
+    bt.add_argument("--jobs", type=int, default=None, help="guests at once (default: CPUs)")
+    bt.add_argument("--accel", default="auto", choices=("auto", "tcg", "kvm"))
+    bt.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
+    bt.add_argument("--build-dir", type=Path, default=REPO / "build",
+                    help="where results/ and the scratch disks go")
     args = parser.parse_args(argv)
     if args.command in ("mutants", "regressions"):
         return _mutants(args)
@@ -66,6 +104,10 @@ def main(argv: list[str]) -> int:
         return _report(args)
     if args.command == "merge":
         return _merge(args)
+    if args.command == "build":
+        return _build(args)
+    if args.command == "boot":
+        return _boot(args)
     unknown = [a for a in args.archs if a not in ARCHS]
     if unknown:
         parser.error(f"unknown arch {unknown[0]!r}; allowed: {', '.join(ARCHS)}")
@@ -77,7 +119,7 @@ def main(argv: list[str]) -> int:
             print(f"{name}: {stage}")
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_INFRASTRUCTURE
     return 0
 
 
@@ -86,7 +128,7 @@ def _report(args: argparse.Namespace) -> int:
         print(report.write(args.run_dir))
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_INFRASTRUCTURE
     return 0
 
 
@@ -95,13 +137,55 @@ def _merge(args: argparse.Namespace) -> int:
         cells = merge.merge(args.shards, args.out, matrix_mod.load(args.matrix))
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_INFRASTRUCTURE
     print((args.out / "summary.txt").read_text(), end="")
     print(f"report: {args.out / 'report.html'}")
-    # A run's exit status: 2 if a cell could not be built or booted.
-    if any(c.status == Status.ERROR for c in cells):
-        return 2
-    return 0 if all(c.status == Status.PASS for c in cells) else 1
+    # As that run would: 2 if a cell could not be built or booted.
+    return runner.exit_status(cells)
+
+
+def _build(args: argparse.Namespace) -> int:
+    try:
+        m = matrix_mod.load(args.matrix, **{a: getattr(args, a) for a in _AXES})
+        cells = list(matrix_mod.tier_cells(m, args.tier))
+        expected = cases.expected_cases(REPO / "selftests")
+        build = args.build_dir.resolve()
+        timings: dict[str, float] = {}
+        with runner.exclusive(build, print):
+            art = runner.build_stage(m, cells, REPO, build, args.make_jobs or os.cpu_count() or 1,
+                                     timings, print)
+            path = runner.export(art, cells, expected, m,
+                                 runner.expected_seconds(cells, build / "results"),
+                                 args.out.resolve(), args.part)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
+    print(f"{len(cells)} cell(s), {len(art.kernels)} kernel(s), "
+          f"{len(art.broken)} broken: {path}")
+    return EXIT_INFRASTRUCTURE if art.broken else 0
+
+
+def _boot(args: argparse.Namespace) -> int:
+    try:
+        i, n = matrix_mod.parse_shard(args.shard)
+        man = runner.load_manifest(args.manifest.resolve())
+        m = matrix_mod.load(args.matrix)
+        if hashlib.sha256(args.matrix.read_bytes()).hexdigest() != man.matrix_sha256:
+            # known_failures come from the matrix file: another one judges otherwise.
+            raise HarnessError(f"{args.matrix} differs from the one {man.path} was built "
+                               "with: boot from the same commit as the build stage")
+        m = dataclasses.replace(m, timeout=man.timeout, memory=man.memory)
+        shard = matrix_mod.partition(man.cells, n, man.expected_s)[i - 1]
+        print(f"shard {i}/{n}: {len(shard)} of {len(man.cells)} cell(s), "
+              f"{sum(man.expected_s[c.id] for c in shard):.0f}s expected")
+        run = runner.boot_only(m, shard, man, args.build_dir.resolve(), shard=(i, n),
+                               jobs=args.jobs, accel=args.accel)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
+    print(results.summary_table(run.cells) if run.cells else "no cell in this shard")
+    print(f"results: {run.run_dir}")
+    return run.exit_status
 
 
 def _mutants(args: argparse.Namespace) -> int:
@@ -126,7 +210,7 @@ def _mutants(args: argparse.Namespace) -> int:
                          args.build_dir.resolve(), jobs=args.jobs)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_INFRASTRUCTURE
     verdicts = [mutants.judge(mu.variant, mu.caught_by,
                               [c for c in run.cells if c.cell.variant == mu.variant])
                 for mu in chosen]

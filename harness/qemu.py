@@ -171,17 +171,30 @@ def choose_accel(arch: Arch, kernel: Path, initrd: Path, cache: Path,
         verdicts = json.loads(cache.read_text()) if cache.is_file() else {}
     except ValueError:
         verdicts = {}   # a damaged cache: probe again
-    if key not in verdicts:
+    cached = f" (cached in {cache})"
+    if not isinstance(verdicts.get(key), dict):   # not probed, or an old cache's bare bool
         req = BootRequest(arch, kernel, initrd, None, "ima_selftest.probe=1", "kvm",
                           256, KVM_PROBE_TIMEOUT)
-        outcome = boot(req, cache.with_name(f"kvm-probe-{arch.name}.log"))
-        verdicts[key] = PROBE_MARKER in outcome.console
+        ok, why = probe_verdict(boot(req, cache.with_name(f"kvm-probe-{arch.name}.log")))
+        verdicts[key] = {"kvm": ok, "why": why}
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps(verdicts, indent=1))
-        cached = ""
-    else:
-        cached = f" (cached in {cache})"
-    if verdicts[key]:
-        return AccelChoice("kvm", "a KVM probe guest booted" + cached)
-    return AccelChoice("tcg", f"a KVM probe guest did not boot within {KVM_PROBE_TIMEOUT}s"
-                       + cached)
+        cached = f" (log: {cache.with_name(f'kvm-probe-{arch.name}.log')})"
+    return AccelChoice("kvm" if verdicts[key]["kvm"] else "tcg", verdicts[key]["why"] + cached)
+
+
+def probe_verdict(outcome: BootOutcome) -> tuple[bool, str]:
+    """Whether the KVM probe guest booted, and what happened if not: QEMU
+    aborting at once (with its own message) is not a guest that hangs."""
+    if PROBE_MARKER in outcome.console:
+        return True, f"a KVM probe guest booted in {outcome.duration_s:.1f}s"
+    lines = [line.strip() for line in outcome.console.splitlines() if line.strip()]
+    # QEMU's own messages start with its program name; prefer the first.
+    said = next((line for line in lines if line.startswith(Path(outcome.command[0]).name + ":")),
+                lines[-1] if lines else "no output") if outcome.command else \
+        (lines[-1] if lines else "no output")
+    if outcome.timed_out:
+        return False, (f"a KVM probe guest did not boot within {outcome.duration_s:.0f}s "
+                       f"(last console line: {said})")
+    return False, (f"QEMU with KVM exited at once ({outcome.duration_s:.1f}s, "
+                   f"status {outcome.returncode}): {said}")

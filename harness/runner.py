@@ -1,32 +1,72 @@
-"""Runs a set of matrix cells end to end: kernels, selftests, initramfs,
-accelerator, then the boots (in parallel, one guest CPU each), and writes
-build/results/<run-id>/.  Parsing happens in results.py, not here."""
+"""Runs a set of matrix cells in three stages, each usable on its own (a CI
+engine schedules them on different machines: `python3 -m harness build`,
+`boot --shard i/N`, `merge`):
+
+- build: kernels, selftests, initramfs (and the test keys they hold), for
+  the arches and variants of the cells; export() copies what a boot needs
+  into a relocatable artifact directory described by manifest.json;
+- boot: the guests, in parallel (one CPU each), longest expected first;
+  each cell's verdict is written to <run>/<cell>/result.json the moment it
+  is known, so an exception or a Ctrl-C loses no finished cell;
+- report: results.json, junit.xml, summary.txt of the cells that ran.
+
+Parsing happens in results.py, not here."""
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import threading
 import time
 import uuid as uuidlib
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from . import initramfs, kbuild, keys, qemu, report, results, timing
+from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
-from .errors import HarnessError
-from . import matrix as matrix_mod
+from .errors import ConfigError, HarnessError
 from .matrix import Cell, Matrix
 from .results import CellResult
 from .status import Status
 
 Log = Callable[[str], None]
+
+# Exit statuses of `make run`, `make check` and the harness's commands.
+EXIT_PASS = 0
+EXIT_TEST_FAILURE = 1       # a cell failed, timed out or panicked: the kernel's fault
+EXIT_INFRASTRUCTURE = 2     # a kernel did not build, a guest could not start, or the run
+                            # was interrupted: the verdict is incomplete
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+# Expected seconds per cell when no earlier run timed it (measured on 2
+# TCG cores): what the longest-first order and the shards balance.
+_GUESS_S = {"x86_64": 15.0, "aarch64": 30.0}
+
+
+@dataclass(frozen=True)
+class BuiltKernel:
+    """A kernel as the boot stage needs it."""
+    image: Path
+    config: Path
+    patches: str    # the cell's patches.txt: the tree and each patch with its sha256
+
+
+@dataclass
+class Artifacts:
+    """What the build stage made, per (arch, variant) and per arch."""
+    kernels: dict[tuple[str, str], BuiltKernel] = field(default_factory=dict)
+    initrds: dict[str, Path] = field(default_factory=dict)
+    broken: dict[tuple[str, str], str] = field(default_factory=dict)   # why it cannot boot
+    builds: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -36,6 +76,21 @@ class RunResult:
     cells: list[CellResult]
     timings: dict[str, float] = field(default_factory=dict)
     builds: list[dict] = field(default_factory=list)
+    interrupted: str = ""   # why the run stopped before every cell ran
+    accels: dict[str, qemu.AccelChoice] = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)   # more for results.json: shard, manifest
+
+    @property
+    def exit_status(self) -> int:
+        return exit_status(self.cells, self.interrupted)
+
+
+def exit_status(cells: list[CellResult], interrupted: str = "") -> int:
+    if interrupted or any(c.status == Status.ERROR for c in cells):
+        return EXIT_INFRASTRUCTURE
+    if any(c.status != Status.PASS for c in cells):
+        return EXIT_TEST_FAILURE
+    return EXIT_PASS
 
 
 class _Timer:
@@ -56,7 +111,7 @@ def fragments(repo: Path, arch: str, build: Path) -> tuple[Path, ...]:
 
 
 @contextlib.contextmanager
-def _exclusive(build: Path, log: Log):
+def exclusive(build: Path, log: Log) -> Iterator[None]:
     """One run at a time per build directory: two would rebuild the same
     initramfs and scratch disks under each other."""
     build.mkdir(parents=True, exist_ok=True)
@@ -74,153 +129,383 @@ def _exclusive(build: Path, log: Log):
         yield
 
 
-def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
-        build: Path, *, jobs: int | None = None, accel: str = "auto",
-        log: Log = print, programs: dict[str, tuple[str, ...]] | None = None) -> RunResult:
-    """programs: per cell id, the only test programs to run in it (default:
-    all), e.g. what 'pytest -k' left of it."""
-    with _exclusive(build, log):
-        return _run(matrix, cells, expected, repo, build, jobs or os.cpu_count() or 1,
-                    accel, log, programs or {})
-
-
-def _run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
-         build: Path, jobs: int, accel: str, log: Log,
-         programs: dict[str, tuple[str, ...]]) -> RunResult:
-    t_start = time.monotonic()
-    timings: dict[str, float] = {}
+def new_run_dir(build: Path) -> tuple[str, Path]:
     run_id = datetime.now().strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
     run_dir = build / "results" / run_id
     run_dir.mkdir(parents=True)
     latest = build / "results" / "latest"
     latest.unlink(missing_ok=True)
     latest.symlink_to(run_id)
+    return run_id, run_dir
 
-    broken: dict[tuple[str, str], str] = {}     # (arch, variant) -> why it cannot boot
-    kernels: dict[tuple[str, str], kbuild.Kernel] = {}
-    initrds: dict[str, Path] = {}
-    accels: dict[str, qemu.AccelChoice] = {}
-    builds: list[dict] = []
 
+def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
+        build: Path, *, jobs: int | None = None, make_jobs: int | None = None,
+        accel: str = "auto", log: Log = print,
+        programs: dict[str, tuple[str, ...]] | None = None) -> RunResult:
+    """build, boot, report.  An exception or a KeyboardInterrupt still
+    writes the reports of the cells that finished, then propagates.
+    programs: per cell id, the only test programs to run in it (default:
+    all), e.g. what 'pytest -k' left of it."""
+    def stages(rr: RunResult) -> None:
+        art = build_stage(matrix, cells, repo, build, make_jobs or _cpus(), rr.timings, log)
+        rr.builds = art.builds
+        expected_s = expected_seconds(cells, build / "results")
+        with _Timer(rr.timings, "boot"):
+            boot_stage(matrix, cells, art, expected, rr.run_dir, build, jobs or _cpus(),
+                       accel, expected_s, rr.timings, log, rr.cells, rr.accels,
+                       programs or {})
+    return _reported(build, cells, log, stages)
+
+
+def boot_only(matrix: Matrix, cells: list[Cell], manifest: Manifest, build: Path, *,
+              shard: tuple[int, int] = (1, 1), jobs: int | None = None, accel: str = "auto",
+              log: Log = print) -> RunResult:
+    """boot and report cells (shard i of N) from an artifact directory."""
+    def stages(rr: RunResult) -> None:
+        rr.meta = {"shard": {"index": shard[0], "count": shard[1]},
+                   "manifest": manifest.digest}
+        rr.builds = manifest.artifacts.builds
+        with _Timer(rr.timings, "boot"):
+            boot_stage(matrix, cells, manifest.artifacts, manifest.cases, rr.run_dir, build,
+                       jobs or _cpus(), accel, manifest.expected_s, rr.timings, log,
+                       rr.cells, rr.accels)
+    return _reported(build, cells, log, stages)
+
+
+def _cpus() -> int:
+    return os.cpu_count() or 1
+
+
+def _reported(build: Path, cells: list[Cell], log: Log,
+              stages: Callable[[RunResult], None]) -> RunResult:
+    with exclusive(build, log):
+        t_start = time.monotonic()
+        run_id, run_dir = new_run_dir(build)
+        rr = RunResult(run_id, run_dir, [])
+        try:
+            stages(rr)
+        except KeyboardInterrupt:
+            rr.interrupted = "interrupted (Ctrl-C)"
+            raise
+        except BaseException as e:
+            rr.interrupted = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            rr.timings["total"] = time.monotonic() - t_start
+            report_stage(rr, cells, log)
+        return rr
+
+
+# ---- build ------------------------------------------------------------------
+
+def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make_jobs: int,
+                timings: dict[str, float], log: Log) -> Artifacts:
+    """The kernels of the cells' arches and variants, and each arch's
+    selftests and initramfs.  What fails to build is recorded in broken:
+    the cells that need it become "error" cells, the others still boot."""
+    art = Artifacts()
     with _Timer(timings, "extract"):
         pristine = kbuild.extract(build)
-
     for arch_name in dict.fromkeys(c.arch for c in cells):
-        arch = ARCHS[arch_name]
         variants = list(dict.fromkeys(c.variant for c in cells if c.arch == arch_name))
-        sources: dict[str, tuple[Path, tuple[Path, ...]]] = {}   # variant -> tree, patches
-        for v in variants:
-            variant = matrix.variants[v]
-            try:
-                patches = (kbuild.read_series(variant.series) if variant.series else ()) \
-                    + variant.patches
-            except HarnessError as e:
-                broken[(arch_name, v)] = str(e)
-                continue
-            sources[v] = (variant.tree or pristine, patches)
-        plan = kbuild.plan(build, arch, sources,
-                           {v: fragments(repo, arch_name, build) for v in sources})
-        built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
-        for v, k in plan.items():
-            if k.out not in built:
-                log(f"kernel {arch_name}-{k.variant}: building "
-                    f"({len(k.patches)} patch(es)) ...")
-                t = time.monotonic()
-                try:
-                    with _Timer(timings, f"kernel:{arch_name}-{k.variant}"):
-                        v_k = matrix.variants[k.variant]
-                        # Only EXTRA_PATCHES may need fuzz: our own patches apply exactly.
-                        done, compiled = kbuild.build_kernel(
-                            build, k, jobs, workspace=in_workspace(v_k),
-                            lenient=v_k.patches if v_k.name == matrix_mod.EXTRA_VARIANT else ())
-                    built[k.out] = done
-                    secs = time.monotonic() - t
-                    builds.append({"kernel": f"{arch_name}-{k.variant}", "compiled_objects": compiled,
-                                   "seconds": round(secs, 1)})
-                    log(f"kernel {arch_name}-{k.variant}: {compiled} object(s) compiled "
-                        f"in {secs:.0f}s")
-                except HarnessError as e:
-                    built[k.out] = str(e)
-                    log(f"kernel {arch_name}-{k.variant}: FAILED\n{e}")
-            outcome = built[k.out]
-            if isinstance(outcome, str):
-                broken[(arch_name, v)] = outcome
-            else:
-                kernels[(arch_name, v)] = outcome
-                if v != k.variant:
-                    kbuild.link_alias(build, arch, v, outcome)
-
+        _build_kernels(matrix, arch_name, variants, pristine, repo, build, make_jobs,
+                       timings, art, log)
+        arch = ARCHS[arch_name]
         try:
             with _Timer(timings, "selftests"):
-                stage = initramfs.build_selftests(repo, pristine, arch, build, jobs)
+                stage = initramfs.build_selftests(repo, pristine, arch, build, make_jobs)
             with _Timer(timings, "initramfs"):
-                initrds[arch_name] = initramfs.build_initramfs(repo, build, arch, stage)
+                art.initrds[arch_name] = initramfs.build_initramfs(repo, build, arch, stage)
         except HarnessError as e:
             log(f"initramfs {arch_name}: FAILED\n{e}")
             for v in variants:
-                broken.setdefault((arch_name, v), str(e))
+                art.broken.setdefault((arch_name, v), str(e))
+    return art
+
+
+def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str], pristine: Path,
+                   repo: Path, build: Path, make_jobs: int, timings: dict[str, float],
+                   art: Artifacts, log: Log) -> None:
+    arch = ARCHS[arch_name]
+    sources: dict[str, tuple[Path, tuple[Path, ...]]] = {}   # variant -> tree, patches
+    for v in variants:
+        variant = matrix.variants[v]
+        try:
+            patches = (kbuild.read_series(variant.series) if variant.series else ()) \
+                + variant.patches
+        except HarnessError as e:
+            art.broken[(arch_name, v)] = str(e)
             continue
+        sources[v] = (variant.tree or pristine, patches)
+    plan = kbuild.plan(build, arch, sources,
+                       {v: fragments(repo, arch_name, build) for v in sources})
+    built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
+    for v, k in plan.items():
+        if k.out not in built:
+            built[k.out] = _build_one(matrix, build, k, make_jobs, timings, art, log)
+        outcome = built[k.out]
+        if isinstance(outcome, str):
+            art.broken[(arch_name, v)] = outcome
+            continue
+        if v != k.variant:
+            kbuild.link_alias(build, arch, v, outcome)
+        art.kernels[(arch_name, v)] = BuiltKernel(
+            outcome.image, outcome.config,
+            f"variant {v}: {outcome.tree}\n"
+            + "".join(f"{p}  sha256:{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
+                      for p in outcome.patches))
 
-        some = next((k for (a, _), k in kernels.items() if a == arch_name), None)
-        if some:
-            try:
-                with _Timer(timings, "accel"):
-                    accels[arch_name] = qemu.choose_accel(
-                        arch, some.image, initrds[arch_name], build / "accel.json", accel)
-                log(f"accel {arch_name}: {accels[arch_name].accel} "
-                    f"({accels[arch_name].reason})")
-            except HarnessError as e:
-                for v in variants:
-                    broken.setdefault((arch_name, v), str(e))
 
+def _build_one(matrix: Matrix, build: Path, k: kbuild.Kernel, make_jobs: int,
+               timings: dict[str, float], art: Artifacts, log: Log) -> kbuild.Kernel | str:
+    name = f"{k.arch.name}-{k.variant}"
+    log(f"kernel {name}: building ({len(k.patches)} patch(es)) ...")
+    t = time.monotonic()
+    v = matrix.variants[k.variant]
+    try:
+        with _Timer(timings, f"kernel:{name}"):
+            # Only EXTRA_PATCHES may need fuzz: our own patches apply exactly.
+            done, compiled = kbuild.build_kernel(
+                build, k, make_jobs, workspace=in_workspace(v),
+                lenient=v.patches if v.name == matrix_mod.EXTRA_VARIANT else ())
+    except HarnessError as e:
+        log(f"kernel {name}: FAILED\n{e}")
+        return str(e)
+    secs = time.monotonic() - t
+    art.builds.append({"kernel": name, "compiled_objects": compiled, "seconds": round(secs, 1)})
+    log(f"kernel {name}: {compiled} object(s) compiled in {secs:.0f}s")
+    return done
+
+
+# ---- artifact directory -------------------------------------------------------
+
+def expected_seconds(cells: list[Cell], results_dir: Path) -> dict[str, float]:
+    """Per cell id, how long it took in the latest run that booted it (any
+    run under results_dir), else a guess from its arch; off-custom cells
+    take about twice as long (their tests wait for records that never come)."""
+    seen: dict[str, float] = {}
+    runs = sorted((p for p in results_dir.glob("*/results.json") if p.parent.name != "latest"),
+                  key=lambda p: p.stat().st_mtime) if results_dir.is_dir() else []
+    for path in runs:
+        try:
+            doc = json.loads(path.read_text())
+            seen.update({c["id"]: float(c["duration_s"]) for c in doc.get("cells", [])
+                         if c.get("status") != Status.ERROR and c.get("duration_s")})
+        except (OSError, ValueError, KeyError, TypeError):
+            continue    # a damaged or foreign file only costs the guess
+    return {c.id: seen.get(c.id, _GUESS_S.get(c.arch, 30.0)
+                           * (2 if (c.mode, c.policy) == ("off", "custom") else 1))
+            for c in cells}
+
+
+def export(art: Artifacts, cells: list[Cell], expected: tuple[Case, ...], matrix: Matrix,
+           expected_s: dict[str, float], out: Path, part: str = "") -> Path:
+    """Copies what booting cells needs into out (kernels/<arch>-<variant>/,
+    initramfs/<arch>.cpio) and writes out/manifest.json: the cells, their
+    expected times, the test cases, and paths relative to out, so the
+    directory can move to another machine.  With part (an arch, say, built
+    on a machine of its own), manifest-<part>.json: the parts' directories
+    copied into one are one artifact directory (load_manifest)."""
+    out.mkdir(parents=True, exist_ok=True)
+    kernels, initrds, broken = {}, {}, {}
+    for (arch, variant), k in art.kernels.items():
+        d = out / "kernels" / f"{arch}-{variant}"
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(k.image, d / k.image.name)
+        shutil.copyfile(k.config, d / "config")
+        kernels[f"{arch}-{variant}"] = {"image": str((d / k.image.name).relative_to(out)),
+                                        "config": str((d / "config").relative_to(out)),
+                                        "patches": k.patches}
+    for arch, initrd in art.initrds.items():
+        dest = out / "initramfs" / initrd.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(initrd, dest)
+        initrds[arch] = str(dest.relative_to(out))
+    for (arch, variant), why in art.broken.items():
+        broken[f"{arch}-{variant}"] = why
+    doc = {"format": MANIFEST_FORMAT,
+           "matrix_sha256": hashlib.sha256(matrix.path.read_bytes()).hexdigest(),
+           "timeout": matrix.timeout, "memory": matrix.memory,
+           "cells": [{**{k: getattr(c, k) for k in ("arch", "variant", "mode", "policy",
+                                                    "hash", "setattr")},
+                      "id": c.id, "expected_s": round(expected_s[c.id], 1)} for c in cells],
+           "cases": [c.id for c in expected],
+           "kernels": kernels, "initramfs": initrds, "broken": broken, "builds": art.builds}
+    path = out / (f"manifest-{part}.json" if part else MANIFEST)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(path)
+    return path
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    cells: tuple[Cell, ...]
+    expected_s: dict[str, float]
+    cases: tuple[Case, ...]
+    artifacts: Artifacts
+    matrix_sha256: str
+    timeout: int
+    memory: int
+    digest: str = ""    # sha256 of manifest.json: which build a shard's results are of
+
+
+def load_manifest(path: Path) -> Manifest:
+    """A manifest written by export(), with its paths made absolute; or, for
+    an artifact directory, all its manifest*.json parts as one."""
+    if not path.is_dir():
+        return _load_part(path)
+    parts = [_load_part(p) for p in sorted(path.glob("manifest*.json"))]
+    if not parts:
+        raise ConfigError(f"{path}: no manifest*.json in this directory; make one with "
+                          "'python3 -m harness build --out DIR'")
+    first = parts[0]
+    for p in parts[1:]:
+        for what in ("matrix_sha256", "cases", "timeout", "memory"):
+            if getattr(p, what) != getattr(first, what):
+                raise ConfigError(f"{p.path} and {first.path} differ in {what}: build "
+                                  "every part from the same commit and matrix")
+    cells: dict[Cell, Path] = {}
+    art = Artifacts()
+    for p in parts:
+        for c in p.cells:
+            if c in cells:
+                raise ConfigError(f"cell {c.id} is in both {cells[c]} and {p.path}: "
+                                  "give each part other arches or variants")
+            cells[c] = p.path
+        art.kernels |= p.artifacts.kernels
+        art.initrds |= p.artifacts.initrds
+        art.broken |= p.artifacts.broken
+        art.builds += p.artifacts.builds
+    return Manifest(path, tuple(cells), {k: v for p in parts for k, v in p.expected_s.items()},
+                    first.cases, art, first.matrix_sha256, first.timeout, first.memory,
+                    hashlib.sha256("".join(p.digest for p in parts).encode()).hexdigest())
+
+
+def _load_part(path: Path) -> Manifest:
+    where = str(path)
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read the manifest: {e.strerror}; "
+                          "make one with 'python3 -m harness build --out DIR'") from e
+    except ValueError as e:
+        raise ConfigError(f"{where}: not JSON ({e}); rebuild it with "
+                          "'python3 -m harness build --out DIR'") from e
+    if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
+        raise ConfigError(f"{where}: format {doc.get('format') if isinstance(doc, dict) else None!r}"
+                          f", expected {MANIFEST_FORMAT}: rebuild it with this harness")
+    base = path.parent
+    try:
+        cells = tuple(Cell(c["arch"], c["variant"], c["mode"], c["policy"], c["hash"],
+                           c["setattr"]) for c in doc["cells"])
+        art = Artifacts(builds=list(doc.get("builds", [])))
+        for name, k in doc["kernels"].items():
+            arch, variant = name.split("-", 1)
+            art.kernels[(arch, variant)] = BuiltKernel(base / k["image"], base / k["config"],
+                                                       k["patches"])
+        art.initrds = {a: base / p for a, p in doc["initramfs"].items()}
+        for name, why in doc["broken"].items():
+            arch, variant = name.split("-", 1)
+            art.broken[(arch, variant)] = why
+        cases = tuple(Case(*c.split("/", 1)) for c in doc["cases"])
+        m = Manifest(path, cells, {c["id"]: float(c["expected_s"]) for c in doc["cells"]},
+                     cases, art, doc["matrix_sha256"], int(doc["timeout"]), int(doc["memory"]),
+                     hashlib.sha256(path.read_bytes()).hexdigest())
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: damaged manifest ({type(e).__name__}: {e}); "
+                          "rebuild it with 'python3 -m harness build --out DIR'") from None
+    missing = [p for p in (*(k.image for k in art.kernels.values()), *art.initrds.values())
+               if not p.is_file()]
+    if missing:
+        raise ConfigError(f"{where}: {missing[0]} is missing: copy the whole artifact "
+                          "directory, not only the manifest")
+    return m
+
+
+# ---- boot -------------------------------------------------------------------
+
+def _choose_accels(art: Artifacts, arches: list[str], build: Path, accel: str,
+                   timings: dict[str, float], log: Log) -> dict[str, qemu.AccelChoice]:
+    accels = {}
+    for arch in arches:
+        some = next((k for (a, _), k in art.kernels.items() if a == arch), None)
+        if some is None or arch not in art.initrds:
+            continue
+        try:
+            with _Timer(timings, "accel"):
+                accels[arch] = qemu.choose_accel(ARCHS[arch], some.image, art.initrds[arch],
+                                                 build / "accel.json", accel)
+            log(f"accel {arch}: {accels[arch].accel} ({accels[arch].reason})")
+        except HarnessError as e:
+            log(f"accel {arch}: FAILED: {e}")
+            for key in art.kernels:
+                if key[0] == arch:
+                    art.broken.setdefault(key, str(e))
+    return accels
+
+
+def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tuple[Case, ...],
+               run_dir: Path, build: Path, jobs: int, accel: str,
+               expected_s: dict[str, float], timings: dict[str, float], log: Log,
+               done: list[CellResult], accels: dict[str, qemu.AccelChoice],
+               programs: dict[str, tuple[str, ...]] | None = None) -> list[CellResult]:
+    """Boots cells, jobs at a time, longest expected first, appending each
+    verdict to done (and writing it to <run_dir>/<cell>/result.json) as
+    soon as it is known.  One cell's trouble, expected (a HarnessError)
+    or not, makes that cell an "error" and the others still run.  accels
+    gets the accelerator chosen per arch."""
+    accels.update(_choose_accels(art, list(dict.fromkeys(c.arch for c in cells)), build,
+                                 accel, timings, log))
+    order = matrix_mod.partition(cells, 1, expected_s)[0]
     lock = threading.Lock()
-    done_count = [0]
 
     def one(cell: Cell) -> CellResult:
         key = (cell.arch, cell.variant)
-        if key in broken:
-            result = results.error_cell(cell, broken[key])
-        else:
-            try:
-                result = _boot_cell(matrix, cell, kernels[key], initrds[cell.arch],
-                                    accels[cell.arch].accel, expected, run_dir, build,
-                                    programs.get(cell.id, ()))
-            except (HarnessError, OSError) as e:
-                # One cell's trouble (a full disk, say) must not lose the run.
-                result = results.error_cell(cell, f"{type(e).__name__}: {e}")
+        if key in art.broken or cell.arch not in accels or key not in art.kernels:
+            why = art.broken.get(key, f"no kernel or initramfs for {cell.arch}-{cell.variant}")
+            return results.error_cell(cell, why)
+        try:
+            return _boot_cell(matrix, cell, art.kernels[key], art.initrds[cell.arch],
+                              accels[cell.arch].accel, expected, run_dir, build,
+                              (programs or {}).get(cell.id, ()))
+        except Exception as e:   # noqa: BLE001 - the cell is an error, the run goes on
+            return results.error_cell(cell, f"{type(e).__name__}: {e}")
+
+    def finished(result: CellResult) -> None:
+        out = run_dir / result.cell.id
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / "result.json.tmp"
+        tmp.write_text(json.dumps(result.to_json(), indent=1) + "\n")
+        tmp.replace(out / "result.json")
         with lock:
-            done_count[0] += 1
+            done.append(result)
             n = result.counts()
-            log(f"[{done_count[0]:>3}/{len(cells)}] {cell.id:<40} {result.status:<7} "
+            log(f"[{len(done):>3}/{len(cells)}] {result.cell.id:<40} {result.status:<7} "
                 f"{n['pass']} passed, {n['fail']} failed, {n['skip']} skipped"
                 + "".join(f", {n[k]} {k}" for k in (Status.XFAIL, Status.XPASS) if n[k])
-                + f" ({result.duration_s:.1f}s){'  ' + result.reason.splitlines()[0] if result.reason else ''}")
-        return result
+                + f" ({result.duration_s:.1f}s)"
+                + (f"  {result.reason.splitlines()[0]}" if result.reason else ""))
 
     log(f"booting {len(cells)} cell(s), {jobs} at a time")
-    times = build / "cell-times.json"
-    with _Timer(timings, "boot"):
-        pool = ThreadPoolExecutor(max_workers=jobs)
-        try:
-            finished = {r.cell.id: r for r in
-                        pool.map(one, timing.longest_first(cells, timing.load_times(times)))}
-        except KeyboardInterrupt:
-            pool.shutdown(wait=False, cancel_futures=True)   # boot no further cells
-            raise
-        pool.shutdown()
-    cell_results = [finished[c.id] for c in cells]
-    timing.save_times(times, {r.cell.id: r.duration_s for r in cell_results
-                              if r.status in (Status.PASS, Status.FAIL) and r.cell.id not in programs})
-    timings["total"] = time.monotonic() - t_start
-
-    rr = RunResult(run_id, run_dir, cell_results, timings, builds)
-    results.write_json(run_dir / "results.json", run_id, cell_results, timings,
-                       {"builds": builds, "accel": {a: {"accel": c.accel, "reason": c.reason}
-                                                    for a, c in accels.items()}})
-    results.write_junit(run_dir / "junit.xml", cell_results)
-    (run_dir / "summary.txt").write_text(results.summary_text(cell_results))
-    report.write(run_dir)
-    return rr
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    pending: set[Future] = {pool.submit(one, c) for c in order}
+    try:
+        while pending:
+            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in ready:
+                finished(f.result())
+    finally:
+        # On Ctrl-C the guests got the SIGINT too; boot no further cells.
+        pool.shutdown(wait=not pending, cancel_futures=True)
+        # What the next run's order (and a manifest's shards) go by: full runs only.
+        timing.save_times(build / "cell-times.json",
+                          {r.cell.id: r.duration_s for r in done
+                           if r.status in (Status.PASS, Status.FAIL)
+                           and r.cell.id not in (programs or {})})
+    return done
 
 
 def in_workspace(variant: matrix_mod.Variant) -> bool:
@@ -247,7 +532,7 @@ def program_times(cells: list[CellResult]) -> str:
     return timing.summary([(c.cell.id, c.timing) for c in cells if c.timing])
 
 
-def _boot_cell(matrix: Matrix, cell: Cell, kernel: kbuild.Kernel, initrd: Path, accel: str,
+def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, accel: str,
                expected: tuple[Case, ...], run_dir: Path, build: Path,
                programs: tuple[str, ...] = ()) -> CellResult:
     out = run_dir / cell.id
@@ -268,11 +553,39 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: kbuild.Kernel, initrd: Path, 
     (out / "qemu-cmdline.sh").write_text("#!/bin/sh\n# Boots this cell again by hand.\n"
                                          + qemu.shell_quoted(qemu.command(req)) + "\n")
     shutil.copyfile(kernel.config, out / "kernel.config")
-    (out / "patches.txt").write_text(
-        f"variant {cell.variant}: {kernel.tree}\n"
-        + "".join(f"{p}  sha256:{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
-                  for p in kernel.patches))
+    (out / "patches.txt").write_text(kernel.patches)
     outcome = qemu.boot(req, out / "console.log")
-    variant = matrix.variants[cell.variant]
-    return results.evaluate(cell, outcome, expected, accel, out,
-                            known=lambda name: variant.expected_failure(cell, name))
+    variant = matrix.variants.get(cell.variant)
+    return results.evaluate(
+        cell, outcome, expected, accel, out,
+        known=lambda name: variant.expected_failure(cell, name) if variant else None)
+
+
+# ---- report -----------------------------------------------------------------
+
+def report_stage(rr: RunResult, cells: list[Cell], log: Log) -> None:
+    """results.json, junit.xml and summary.txt of the cells that finished;
+    a run that stopped early says so, and lists what did not run."""
+    order = {c: i for i, c in enumerate(cells)}
+    rr.cells.sort(key=lambda r: order.get(r.cell, len(order)))
+    ran = {r.cell.id for r in rr.cells}
+    missing = [c.id for c in cells if c.id not in ran]
+    extra: dict = {"builds": rr.builds,
+                   "accel": {a: {"accel": c.accel, "reason": c.reason}
+                             for a, c in rr.accels.items()}, **rr.meta}
+    if rr.interrupted:
+        extra |= {"interrupted": rr.interrupted, "not_run": missing}
+    results.write_json(rr.run_dir / "results.json", rr.run_id, rr.cells, rr.timings, extra)
+    results.write_junit(rr.run_dir / "junit.xml", rr.cells)
+    summary = results.summary_text(rr.cells) if rr.cells else "no cell finished\n"
+    if rr.interrupted:
+        summary += (f"the run stopped early: {rr.interrupted}; "
+                    f"{len(missing)} cell(s) did not run\n")
+    (rr.run_dir / "summary.txt").write_text(summary)
+    try:
+        report.write(rr.run_dir)
+    except (HarnessError, OSError) as e:    # the page is a view: the run's files stand
+        log(f"report.html not written: {e}")
+    if rr.interrupted:
+        log(f"{rr.interrupted}: reports of the {len(rr.cells)} finished cell(s) "
+            f"in {rr.run_dir}")

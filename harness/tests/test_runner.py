@@ -1,9 +1,21 @@
-"""What the runner decides before it boots anything."""
+"""The runner's decisions and stages without QEMU: the programs a cell
+boots, per-cell results written as they come, reports kept when a run
+stops early, exit statuses, the manifest, and the accelerator probe's
+verdicts."""
 from __future__ import annotations
 
-from harness import runner
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import matrix, qemu, results, runner
 from harness.cases import Case
+from harness.errors import ConfigError
 from harness.matrix import Cell
+from harness.runner import Artifacts, BuiltKernel
+
+REPO = Path(__file__).parents[2]
 
 EXPECTED = (Case("open_test", "a"), Case("open_test", "b"), Case("exec_test", "c"),
             Case("mmap_test", "d"))
@@ -20,3 +32,220 @@ def test_a_cell_boots_only_the_programs_of_its_selected_cases() -> None:
 def test_a_cell_with_every_program_selected_runs_them_all() -> None:
     selected = [(TWO, c) for c in EXPECTED[1:]]
     assert runner.programs_to_boot(selected, EXPECTED) == {}
+
+
+CASES = (Case("open_test", "open_file.missing_hash.read"),)
+PASS_CONSOLE = """\
+<<< ima-selftest begin >>>
+TAP version 13
+1..1
+# selftests: ima_appraise: open_test
+# TAP version 13
+# 1..1
+# ok 1 open_file.missing_hash.read
+# # PASSED: 1 / 1 tests passed.
+ok 1 selftests: ima_appraise: open_test
+<<< ima-selftest end rc=0 >>>
+"""
+
+
+def _matrix() -> matrix.Matrix:
+    return matrix.load(REPO / "matrix.yaml", archs="x86_64", variants="patched",
+                       modes="enforce,fix", policies="custom", hashes="sha1",
+                       setattr="remove")
+
+
+def _artifacts(tmp_path: Path) -> Artifacts:
+    image, config, initrd = tmp_path / "bzImage", tmp_path / "config", tmp_path / "x86_64.cpio"
+    for p in (image, config, initrd):
+        p.write_text(p.name)
+    return Artifacts(kernels={("x86_64", "patched"): BuiltKernel(image, config, "variant patched\n")},
+                     initrds={"x86_64": initrd})
+
+
+@pytest.fixture
+def fake_qemu(monkeypatch: pytest.MonkeyPatch):
+    """qemu.boot answers with a passing console, or runs what is queued for
+    the cell (an exception to raise)."""
+    plan: dict[str, BaseException] = {}
+
+    def boot(req: qemu.BootRequest, console_log: Path) -> qemu.BootOutcome:
+        for cell, exc in plan.items():
+            if f"/{cell}.img" in str(req.disk):
+                raise exc
+        console_log.write_text(PASS_CONSOLE)
+        return qemu.BootOutcome(PASS_CONSOLE, 0, False, 1.0, ("qemu",))
+
+    monkeypatch.setattr(qemu, "boot", boot)
+    monkeypatch.setattr(qemu, "make_scratch_disk", lambda path, uuid: None)
+    monkeypatch.setattr(qemu, "choose_accel",
+                        lambda *a, **k: qemu.AccelChoice("tcg", "test"))
+    return plan
+
+
+def _boot(tmp_path: Path, art: Artifacts, cells: list[Cell]) -> runner.RunResult:
+    m = _matrix()
+    man = runner.Manifest(tmp_path / "manifest.json", tuple(cells), {c.id: 1.0 for c in cells},
+                          CASES, art, "", m.timeout, m.memory)
+    return runner.boot_only(m, cells, man, tmp_path / "build", jobs=2, log=lambda line: None)
+
+
+def test_each_cell_writes_its_result_and_the_reports_follow(tmp_path: Path, fake_qemu) -> None:
+    cells = list(_matrix().cells)
+    rr = _boot(tmp_path, _artifacts(tmp_path), cells)
+    assert [r.status for r in rr.cells] == ["pass", "pass"]
+    assert rr.exit_status == runner.EXIT_PASS
+    for c in cells:
+        doc = json.loads((rr.run_dir / c.id / "result.json").read_text())
+        assert (doc["id"], doc["status"]) == (c.id, "pass")
+    doc = json.loads((rr.run_dir / "results.json").read_text())
+    assert [c["id"] for c in doc["cells"]] == [c.id for c in cells]
+    assert "interrupted" not in doc
+
+
+def test_an_unexpected_exception_in_a_cell_is_that_cells_error(tmp_path: Path, fake_qemu) -> None:
+    cells = list(_matrix().cells)
+    fake_qemu[cells[0].id] = ZeroDivisionError("a harness bug")
+    rr = _boot(tmp_path, _artifacts(tmp_path), cells)
+    assert [(r.status, r.reason) for r in rr.cells] == [
+        ("error", "ZeroDivisionError: a harness bug"), ("pass", "")]
+    assert rr.exit_status == runner.EXIT_INFRASTRUCTURE
+
+
+def test_ctrl_c_keeps_every_finished_cell_and_the_reports(tmp_path: Path, fake_qemu) -> None:
+    cells = list(_matrix().cells)
+    fake_qemu[cells[1].id] = KeyboardInterrupt()
+    m = _matrix()
+    man = runner.Manifest(tmp_path / "manifest.json", tuple(cells),
+                          # cells[0] is longer: it boots first, and finishes
+                          {cells[0].id: 2.0, cells[1].id: 1.0}, CASES, _artifacts(tmp_path),
+                          "", m.timeout, m.memory)
+    with pytest.raises(KeyboardInterrupt):
+        runner.boot_only(m, cells, man, tmp_path / "build", jobs=1, log=lambda line: None)
+    run_dir = (tmp_path / "build" / "results" / "latest").resolve()
+    assert json.loads((run_dir / cells[0].id / "result.json").read_text())["status"] == "pass"
+    doc = json.loads((run_dir / "results.json").read_text())
+    assert [c["id"] for c in doc["cells"]] == [cells[0].id]
+    assert (doc["interrupted"], doc["not_run"]) == ("interrupted (Ctrl-C)", [cells[1].id])
+    assert "the run stopped early: interrupted (Ctrl-C); 1 cell(s) did not run" in \
+        (run_dir / "summary.txt").read_text()
+
+
+def test_a_kernel_that_did_not_build_makes_its_cells_errors(tmp_path: Path, fake_qemu) -> None:
+    art = _artifacts(tmp_path)
+    art.broken[("x86_64", "patched")] = "0003.patch does not apply"
+    rr = _boot(tmp_path, art, list(_matrix().cells))
+    assert {(r.status, r.reason) for r in rr.cells} == {("error", "0003.patch does not apply")}
+    assert rr.exit_status == runner.EXIT_INFRASTRUCTURE
+
+
+@pytest.mark.parametrize("statuses, interrupted, expected", [
+    (["pass", "pass"], "", 0),
+    (["pass", "fail"], "", 1),
+    (["timeout"], "", 1),
+    (["panic", "pass"], "", 1),
+    (["fail", "error"], "", 2),
+    (["pass"], "interrupted (Ctrl-C)", 2),
+    ([], "BuildError: no tarball", 2),
+])
+def test_exit_status(statuses: list[str], interrupted: str, expected: int) -> None:
+    cell = _matrix().cells[0]
+    cells = [results.CellResult(cell, "tcg", s, "", 1.0) for s in statuses]
+    assert runner.exit_status(cells, interrupted) == expected
+
+
+def test_the_manifest_is_relocatable(tmp_path: Path) -> None:
+    m = _matrix()
+    cells = list(m.cells)
+    art = _artifacts(tmp_path)
+    art.broken[("x86_64", "stock")] = "why"
+    path = runner.export(art, cells, CASES, m, {c.id: 12.34 for c in cells}, tmp_path / "a")
+    (tmp_path / "a").rename(tmp_path / "moved")
+    man = runner.load_manifest(tmp_path / "moved" / "manifest.json")
+    assert man.cells == tuple(cells)
+    assert man.cases == CASES
+    assert man.expected_s == {c.id: 12.3 for c in cells}
+    k = man.artifacts.kernels[("x86_64", "patched")]
+    assert (k.image, k.image.read_text(), k.patches) == \
+        (tmp_path / "moved" / "kernels" / "x86_64-patched" / "bzImage", "bzImage",
+         "variant patched\n")
+    assert man.artifacts.initrds == {"x86_64": tmp_path / "moved" / "initramfs" / "x86_64.cpio"}
+    assert man.artifacts.broken == {("x86_64", "stock"): "why"}
+    assert path.name == "manifest.json"
+
+
+def test_manifest_errors(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    with pytest.raises(ConfigError) as e:
+        runner.load_manifest(path)
+    assert str(e.value) == (f"{path}: cannot read the manifest: No such file or directory; "
+                            "make one with 'python3 -m harness build --out DIR'")
+    m = _matrix()
+    runner.export(_artifacts(tmp_path), list(m.cells), CASES, m,
+                  {c.id: 1.0 for c in m.cells}, tmp_path)
+    (tmp_path / "initramfs" / "x86_64.cpio").unlink()
+    with pytest.raises(ConfigError) as e:
+        runner.load_manifest(path)
+    assert str(e.value) == (f"{path}: {tmp_path / 'initramfs' / 'x86_64.cpio'} is missing: "
+                            "copy the whole artifact directory, not only the manifest")
+    path.write_text('{"format": 1, "cells": [{"arch": "x86_64"}]}')
+    with pytest.raises(ConfigError) as e:
+        runner.load_manifest(path)
+    assert str(e.value).startswith(f"{path}: damaged manifest (KeyError: 'variant')")
+
+
+def test_expected_seconds_from_earlier_runs(tmp_path: Path) -> None:
+    cells = list(matrix.load(REPO / "matrix.yaml", archs="x86_64,aarch64", variants="stock",
+                             modes="off", policies="custom", hashes="sha1",
+                             setattr="keep").cells)
+    (tmp_path / "r1").mkdir()
+    (tmp_path / "r1" / "results.json").write_text(json.dumps(
+        {"cells": [{"id": cells[0].id, "status": "pass", "duration_s": 21.5}]}))
+    assert runner.expected_seconds(cells, tmp_path) == {cells[0].id: 21.5, cells[1].id: 60.0}
+
+
+# ---- the accelerator probe ------------------------------------------------------
+
+def _probe(console: str, rc: int | None, timed_out: bool, secs: float) -> qemu.BootOutcome:
+    return qemu.BootOutcome(console, rc, timed_out, secs, ("/usr/bin/qemu-system-x86_64", "-accel", "kvm"))
+
+
+def test_probe_qemu_aborting_at_once_says_so() -> None:
+    console = ("qemu-system-x86_64: error: failed to set MSR 0x10a to 0x2000000000\n"
+               "qemu-system-x86_64: ../target/i386/kvm/kvm.c:3196: kvm_buf_set_msrs: "
+               "Assertion `ret == cpu->kvm_msr_buf->nmsrs' failed.\n")
+    assert qemu.probe_verdict(_probe(console, -6, False, 0.4)) == (
+        False, "QEMU with KVM exited at once (0.4s, status -6): "
+        "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x2000000000")
+
+
+def test_probe_guest_hanging_says_so() -> None:
+    console = "SeaBIOS (version 1.16.2-debian-1.16.2-1)\nBooting from ROM..\n"
+    assert qemu.probe_verdict(_probe(console, None, True, 20.0)) == (
+        False, "a KVM probe guest did not boot within 20s (last console line: Booting from ROM..)")
+
+
+def test_probe_guest_booting() -> None:
+    assert qemu.probe_verdict(_probe(f"x\n{qemu.PROBE_MARKER}\n", 0, False, 1.25)) == \
+        (True, "a KVM probe guest booted in 1.2s")
+
+
+def test_manifest_parts_in_one_directory_are_one_manifest(tmp_path: Path) -> None:
+    m = matrix.load(REPO / "matrix.yaml", variants="patched", modes="enforce",
+                    policies="custom", hashes="sha1", setattr="remove")
+    x86, arm = [c for c in m.cells if c.arch == "x86_64"], [c for c in m.cells if c.arch == "aarch64"]
+    art = _artifacts(tmp_path)
+    runner.export(art, x86, CASES, m, {c.id: 10.0 for c in x86}, tmp_path / "a", "x86_64")
+    arm_art = Artifacts(kernels={("aarch64", "patched"): art.kernels[("x86_64", "patched")]},
+                        initrds={"aarch64": art.initrds["x86_64"]})
+    runner.export(arm_art, arm, CASES, m, {c.id: 20.0 for c in arm}, tmp_path / "a", "aarch64")
+    man = runner.load_manifest(tmp_path / "a")
+    assert sorted(c.id for c in man.cells) == sorted(c.id for c in m.cells)
+    assert set(man.artifacts.kernels) == {("x86_64", "patched"), ("aarch64", "patched")}
+    assert man.expected_s == {x86[0].id: 10.0, arm[0].id: 20.0}
+    runner.export(art, x86, CASES, m, {c.id: 10.0 for c in x86}, tmp_path / "a", "again")
+    with pytest.raises(ConfigError) as e:
+        runner.load_manifest(tmp_path / "a")
+    assert str(e.value) == (f"cell {x86[0].id} is in both {tmp_path / 'a' / 'manifest-again.json'}"
+                            f" and {tmp_path / 'a' / 'manifest-x86_64.json'}: give each part "
+                            "other arches or variants")
