@@ -483,16 +483,15 @@ def partition(cells: Iterable[Cell], n: int,
     first into the shard with the least so far (ties: the lower shard, then
     the cell id), so every machine computes the same shards from the same
     manifest.  A cell without an expected time counts as the mean of the
-    others (1 s if none has one).  Within a shard, longest first: the tail
-    of a run is then short cells, which keeps the guests busy."""
+    others (1 s if none has one).  Each shard keeps the order of cells."""
     cells = list(cells)
     known = [expected_s[c.id] for c in cells if c.id in expected_s]
     default = sum(known) / len(known) if known else 1.0
     cost = {c.id: expected_s.get(c.id, default) for c in cells}
-    shards: list[list[Cell]] = [[] for _ in range(n)]
+    shard_of: dict[Cell, int] = {}
     load = [0.0] * n
     for cell in sorted(cells, key=lambda c: (-cost[c.id], c.id)):
         i = min(range(n), key=lambda k: (load[k], k))
-        shards[i].append(cell)
+        shard_of[cell] = i
         load[i] += cost[cell.id]
-    return shards
+    return [[c for c in cells if shard_of[c] == i] for i in range(n)]

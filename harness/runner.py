@@ -281,13 +281,13 @@ def _build_one(matrix: Matrix, build: Path, k: kbuild.Kernel, make_jobs: int,
 # ---- artifact directory -------------------------------------------------------
 
 def expected_seconds(cells: list[Cell], results_dir: Path) -> dict[str, float]:
-    """Per cell id, how long it took in the latest run that booted it (any
-    run under results_dir), else a guess from its arch; off-custom cells
+    """Per cell id, how long it took in the latest run that booted it (of
+    the last ten under results_dir), else a guess from its arch; off-custom cells
     take about twice as long (their tests wait for records that never come)."""
     seen: dict[str, float] = {}
     runs = sorted((p for p in results_dir.glob("*/results.json") if p.parent.name != "latest"),
                   key=lambda p: p.stat().st_mtime) if results_dir.is_dir() else []
-    for path in runs:
+    for path in runs[-10:]:     # the latest ten: enough, and cheap to read
         try:
             doc = json.loads(path.read_text())
             seen.update({c["id"]: float(c["duration_s"]) for c in doc.get("cells", [])
@@ -459,7 +459,8 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
     gets the accelerator chosen per arch."""
     accels.update(_choose_accels(art, list(dict.fromkeys(c.arch for c in cells)), build,
                                  accel, timings, log))
-    order = matrix_mod.partition(cells, 1, expected_s)[0]
+    # Longest first: the last guests to finish are then short ones.
+    order = sorted(cells, key=lambda c: (-expected_s.get(c.id, 0.0), c.id))
     lock = threading.Lock()
 
     def one(cell: Cell) -> CellResult:
@@ -495,8 +496,13 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
     try:
         while pending:
             ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+            # Keep every finished cell before raising what stopped another.
             for f in ready:
-                finished(f.result())
+                if f.exception() is None:
+                    finished(f.result())
+            for f in ready:
+                if f.exception() is not None:
+                    raise f.exception()
     finally:
         # On Ctrl-C the guests got the SIGINT too; boot no further cells.
         pool.shutdown(wait=not pending, cancel_futures=True)
