@@ -222,4 +222,9 @@ def _mutants(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        # The runner wrote the reports of what finished, and said where.
+        print("interrupted", file=sys.stderr)
+        sys.exit(EXIT_INFRASTRUCTURE)
