@@ -15,7 +15,7 @@ import pytest
 from . import cases as cases_mod, matrix as matrix_mod, runner
 from .errors import HarnessError
 from .results import summary_table
-from .status import FAILING
+from .status import FAILING, Status
 
 REPO = Path(__file__).resolve().parent.parent
 _MATRIX = pytest.StashKey()
@@ -199,3 +199,10 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         for name, where in sorted(failed.items()):
             terminalreporter.write_line(f"  {name}: {len(where)} cell(s), e.g. {where[0]}")
     terminalreporter.write_line(f"results: {run.run_dir} (also build/results/latest)")
+    errors = sum(c.status == Status.ERROR for c in run.cells)
+    # make exits 2 whatever its recipe's status: say the harness's own.
+    terminalreporter.write_line({
+        runner.EXIT_PASS: "exit status 0: every cell passed",
+        runner.EXIT_TEST_FAILURE: "exit status 1: a test failed",
+        runner.EXIT_INFRASTRUCTURE: f"exit status 2: an infrastructure error ({errors} cell(s) "
+                                    "could not be built or booted)"}[run.exit_status])
