@@ -201,7 +201,7 @@ def test_expected_seconds_from_earlier_runs(tmp_path: Path) -> None:
     (tmp_path / "r1").mkdir()
     (tmp_path / "r1" / "results.json").write_text(json.dumps(
         {"cells": [{"id": cells[0].id, "status": "pass", "duration_s": 21.5}]}))
-    assert runner.expected_seconds(cells, tmp_path) == {cells[0].id: 21.5, cells[1].id: 60.0}
+    assert runner.expected_seconds(cells, tmp_path) == {cells[0].id: 21.5, cells[1].id: 120.0}
 
 
 # ---- the accelerator probe ------------------------------------------------------
