@@ -155,7 +155,7 @@ def _build(args: argparse.Namespace) -> int:
             art = runner.build_stage(m, cells, REPO, build, args.make_jobs or os.cpu_count() or 1,
                                      timings, print)
             path = runner.export(art, cells, expected, m,
-                                 runner.expected_seconds(cells, build / "results"),
+                                 runner.expected_seconds(cells, build),
                                  args.out.resolve(), args.part)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)

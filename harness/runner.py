@@ -150,7 +150,7 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
     def stages(rr: RunResult) -> None:
         art = build_stage(matrix, cells, repo, build, make_jobs or _cpus(), rr.timings, log)
         rr.builds = art.builds
-        expected_s = expected_seconds(cells, build / "results")
+        expected_s = expected_seconds(cells, build)
         with _Timer(rr.timings, "boot"):
             boot_stage(matrix, cells, art, expected, rr.run_dir, build, jobs or _cpus(),
                        accel, expected_s, rr.timings, log, rr.cells, rr.accels,
@@ -280,22 +280,14 @@ def _build_one(matrix: Matrix, build: Path, k: kbuild.Kernel, make_jobs: int,
 
 # ---- artifact directory -------------------------------------------------------
 
-def expected_seconds(cells: list[Cell], results_dir: Path) -> dict[str, float]:
-    """Per cell id, how long it took in the latest run that booted it (of
-    the last ten under results_dir), else a guess from its arch; off-custom cells
-    take about twice as long (their tests wait for records that never come)."""
-    seen: dict[str, float] = {}
-    runs = sorted((p for p in results_dir.glob("*/results.json") if p.parent.name != "latest"),
-                  key=lambda p: p.stat().st_mtime) if results_dir.is_dir() else []
-    for path in runs[-10:]:     # the latest ten: enough, and cheap to read
-        try:
-            doc = json.loads(path.read_text())
-            seen.update({c["id"]: float(c["duration_s"]) for c in doc.get("cells", [])
-                         if c.get("status") != Status.ERROR and c.get("duration_s")})
-        except (OSError, ValueError, KeyError, TypeError):
-            continue    # a damaged or foreign file only costs the guess
-    return {c.id: seen.get(c.id, _GUESS_S.get(c.arch, 30.0)
-                           * (2 if (c.mode, c.policy) == ("off", "custom") else 1))
+def expected_seconds(cells: list[Cell], build: Path) -> dict[str, float]:
+    """Per cell id, how long its last full run on this build directory took
+    (build/cell-times.json, see boot_stage), else a guess from its arch;
+    off-custom cells take about twice as long (their tests wait for
+    records that never come)."""
+    known = timing.load_times(build / "cell-times.json")
+    return {c.id: known.get(c.id, _GUESS_S.get(c.arch, 30.0)
+                            * (2 if (c.mode, c.policy) == ("off", "custom") else 1))
             for c in cells}
 
 

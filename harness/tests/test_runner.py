@@ -198,10 +198,15 @@ def test_expected_seconds_from_earlier_runs(tmp_path: Path) -> None:
     cells = list(matrix.load(REPO / "matrix.yaml", archs="x86_64,aarch64", variants="stock",
                              modes="off", policies="custom", hashes="sha1",
                              setattr="keep").cells)
-    (tmp_path / "r1").mkdir()
-    (tmp_path / "r1" / "results.json").write_text(json.dumps(
-        {"cells": [{"id": cells[0].id, "status": "pass", "duration_s": 21.5}]}))
+    (tmp_path / "cell-times.json").write_text(json.dumps({cells[0].id: 21.5}))
     assert runner.expected_seconds(cells, tmp_path) == {cells[0].id: 21.5, cells[1].id: 120.0}
+
+
+def test_a_full_run_records_its_cells_times(tmp_path: Path, fake_qemu) -> None:
+    cells = list(_matrix().cells)
+    rr = _boot(tmp_path, _artifacts(tmp_path), cells)
+    assert runner.expected_seconds(cells, tmp_path / "build") == \
+        {c.id: r.duration_s for c, r in zip(cells, rr.cells)}
 
 
 # ---- the accelerator probe ------------------------------------------------------
