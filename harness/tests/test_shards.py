@@ -50,9 +50,14 @@ def _junit(run_dir: Path) -> list[tuple]:
             for case in root.iter("testcase")]
 
 
+def _table(run_dir: Path) -> str:
+    """summary.txt's table (the program times after it come from the cells'
+    timing, compared with the cells)."""
+    return (run_dir / "summary.txt").read_text().split("\n\n")[0].rstrip("\n")
+
+
 def _summary(run_dir: Path) -> str:
-    return re.sub(r" +\d+\.\ds(  |$)", r" TIME\1", (run_dir / "summary.txt").read_text(),
-                  flags=re.M)
+    return re.sub(r" +\d+\.\ds(  |$)", r" TIME\1", _table(run_dir), flags=re.M)
 
 
 def _manifest() -> tuple[list[Cell], dict[str, float]]:
@@ -100,4 +105,4 @@ def test_any_partition_of_the_run_merges_back(tmp_path: Path, n: int) -> None:
     assert json.loads((merged / "results.json").read_text())["cells"] == \
         [{**c, "artifacts": None} for c in doc["cells"]]
     assert _junit(merged) == _junit(one)
-    assert (merged / "summary.txt").read_text() == (one / "summary.txt").read_text()
+    assert _table(merged) == _table(one)
