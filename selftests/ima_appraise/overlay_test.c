@@ -14,13 +14,18 @@
  * IMA appraises the overlay inode (file_inode() of the file opened in
  * merged/), reads security.ima through the overlay (the upper copy if
  * there is one, else the lower file) and writes it through the overlay,
- * which copies the file up first.  The overlay superblock has its own
- * magic and, in 6.1, a null s_uuid: the custom cells' fsuuid= rules never
- * match it, so they get OVERLAY_RULE.  Under appraise_tcb the func-less
- * "appraise fowner=0" covers overlay files already.
+ * which copies the file up first.  A copy-up duplicates the file with its
+ * xattrs: the upper copy carries the lower file's security.ima, good or
+ * bad, and is appraised as the lower file was; only fix mode, or a last
+ * writer after a passing appraisal, may give it a new label.
+ *
+ * The custom cells' rules are scoped to the scratch filesystem's fsuuid=,
+ * which is not the overlay's (6.1 leaves the overlay's s_uuid null), so
+ * they add OVERLAY_RULE.  Under appraise_tcb the func-less
+ * "appraise fowner=0" covers overlay files.
  */
 
-#include "sig.h"
+#include "common.h"
 
 #include <ftw.h>
 #include <sys/mount.h>
@@ -32,24 +37,21 @@
 static const char contents[] = "IMA appraisal selftest: overlayfs\n";
 static const char appended[] = "written through the overlay\n";
 
-/* One layout: the files of the drawing above, and what they hold. */
+/*
+ * One layout: the files of the drawing above, and what they hold.
+ * env.path is merged/file, env.good IMA's hash of contents.
+ */
 struct ovl_layout {
+	struct ima_env env;
 	bool mounted;
-	char dir[DIR_MAX];
 	char lower[PATH_MAX]; /* lower/file */
 	char upper[PATH_MAX]; /* upper/file */
-	char merged[PATH_MAX]; /* merged/file */
 	uint8_t label[IMA_XATTR_MAX]; /* lower's security.ima */
 	size_t label_len; /* 0: none */
-	uint8_t good[IMA_XATTR_MAX]; /* IMA's hash of contents */
-	size_t good_len;
-	struct audit_log log;
 };
 
 FIXTURE(overlay)
 {
-	bool skip;
-	struct cell cell;
 	struct ovl_layout l;
 };
 
@@ -82,28 +84,29 @@ static void subpath(char *out, size_t size, const char *dir, const char *name)
 	snprintf(out, size, "%s/%s", dir, name);
 }
 
-/* Returns true if the test must be skipped; else the overlay is mounted. */
-static bool setup_overlay(struct __test_metadata *const _metadata,
-			  struct cell *cell, struct ovl_layout *l,
-			  enum ima_state state)
+/*
+ * Mounts the overlay, unless the test must be skipped (l->env.skip);
+ * the kernel log is watched from the end of the setup on.
+ */
+static void setup_overlay(struct __test_metadata *const _metadata,
+			  struct ovl_layout *l, enum ima_state state)
 {
 	char lowerdir[DIR_MAX + 8], upperdir[DIR_MAX + 8], workdir[DIR_MAX + 8];
 	char mergeddir[DIR_MAX + 8], opts[4 * DIR_MAX + 128];
+	struct ima_env *env = &l->env;
 	struct statfs sfs;
 
-	l->log.fd = -1;
-	if (setup_cell(_metadata, cell, l->dir, "ovl"))
-		return true;
-	if (cell->policy == POLICY_CUSTOM)
+	if (ima_env_setup(_metadata, env, "ovl", "merged/file"))
+		return;
+	if (env->cell.policy == POLICY_CUSTOM)
 		policy_add_rule(_metadata, OVERLAY_RULE);
 
-	subpath(lowerdir, sizeof(lowerdir), l->dir, "lower");
-	subpath(upperdir, sizeof(upperdir), l->dir, "upper");
-	subpath(workdir, sizeof(workdir), l->dir, "work");
-	subpath(mergeddir, sizeof(mergeddir), l->dir, "merged");
+	subpath(lowerdir, sizeof(lowerdir), env->dir, "lower");
+	subpath(upperdir, sizeof(upperdir), env->dir, "upper");
+	subpath(workdir, sizeof(workdir), env->dir, "work");
+	subpath(mergeddir, sizeof(mergeddir), env->dir, "merged");
 	subpath(l->lower, sizeof(l->lower), lowerdir, "file");
 	subpath(l->upper, sizeof(l->upper), upperdir, "file");
-	subpath(l->merged, sizeof(l->merged), mergeddir, "file");
 	ASSERT_EQ(0, mkdir(lowerdir, 0755));
 	ASSERT_EQ(0, mkdir(upperdir, 0755));
 	ASSERT_EQ(0, mkdir(workdir, 0755));
@@ -111,12 +114,12 @@ static bool setup_overlay(struct __test_metadata *const _metadata,
 
 	create_file(_metadata, l->lower, contents, sizeof(contents) - 1);
 	ASSERT_EQ(0, chmod(l->lower, 0644));
-	l->good_len =
-		ima_hash_xattr(cell, contents, sizeof(contents) - 1, l->good);
-	memcpy(l->label, l->good, l->good_len);
-	l->label_len = l->good_len;
+	env->good_len = ima_hash_xattr(&env->cell, contents,
+				       sizeof(contents) - 1, env->good);
+	memcpy(l->label, env->good, env->good_len);
+	l->label_len = env->good_len;
 	if (state == STATE_WRONG)
-		ima_wrong_xattr(l->good, l->label);
+		ima_wrong_xattr(env->good, l->label);
 	if (state == STATE_MISSING) {
 		l->label_len = 0;
 		if (removexattr(l->lower, XATTR_IMA))
@@ -137,8 +140,11 @@ static bool setup_overlay(struct __test_metadata *const _metadata,
 	l->mounted = true;
 	ASSERT_EQ(0, statfs(mergeddir, &sfs));
 	ASSERT_EQ(OVERLAYFS_SUPER_MAGIC, sfs.f_type);
-	audit_watch(_metadata, &l->log);
-	return false;
+	/* A correct label must pass every access: no record, in any mode. */
+	if (state == STATE_CORRECT)
+		ima_env_quiet(_metadata, env);
+	else
+		ima_env_watch(_metadata, env);
 }
 
 static void teardown_overlay(struct __test_metadata *const _metadata,
@@ -146,33 +152,29 @@ static void teardown_overlay(struct __test_metadata *const _metadata,
 {
 	char mergeddir[DIR_MAX + 8];
 
-	audit_unwatch(&l->log);
-	if (!l->dir[0])
-		return;
 	if (l->mounted) {
-		subpath(mergeddir, sizeof(mergeddir), l->dir, "merged");
+		subpath(mergeddir, sizeof(mergeddir), l->env.dir, "merged");
 		EXPECT_EQ(0, umount2(mergeddir, 0))
 		{
 			TH_LOG("umount %s: %s", mergeddir, strerror(errno));
 		}
 	}
-	EXPECT_EQ(0, nftw(l->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS));
+	ima_env_teardown(_metadata, &l->env);
 }
 
 FIXTURE_SETUP(overlay)
 {
-	self->skip =
-		setup_overlay(_metadata, &self->cell, &self->l, variant->state);
+	setup_overlay(_metadata, &self->l, variant->state);
 }
 
 FIXTURE_TEARDOWN(overlay)
 {
-	if (!self->skip)
+	if (!self->l.env.skip)
 		teardown_overlay(_metadata, &self->l);
 }
 
 /* security.ima of path is want[len], or absent if len is 0. */
-static void assert_label(struct __test_metadata *const _metadata,
+static void expect_label(struct __test_metadata *const _metadata,
 			 const char *path, const uint8_t *want, size_t len)
 {
 	if (len)
@@ -182,36 +184,14 @@ static void assert_label(struct __test_metadata *const _metadata,
 }
 
 /*
- * Whether copy-up relabels the upper copy with IMA's hash of its content.
- * ovl_copy_up_tmpfile() makes the copy with vfs_tmpfile(), and
- * ima_post_create_tmpfile() marks a new file that ima_must_appraise() with
- * MAY_ACCESS, FILE_CHECK (the func-less "appraise fowner=0" of appraise_tcb
- * does; the custom cells' ^MAY_READ/^MAY_WRITE rules do not) as passed,
- * label pending.  The last writer of the upper inode, the copy-up's own
- * (deferred) fput() or, when the overlay file was opened for write, the
- * overlay's real upper file, then labels it with the hash of its content,
- * over whatever label the copy-up brought along.  6.1 thereby turns a
- * missing or wrong lower label into a valid upper one (a finding: the
- * overlay inode's failed appraisal does not stop it).
+ * Right after a copy-up the upper copy holds the lower file's label byte
+ * for byte (none if it had none), and the lower file is unchanged.
  */
-static bool copy_up_relabels(const struct cell *cell)
+static void expect_copied_up(struct __test_metadata *const _metadata,
+			     struct ovl_layout *l)
 {
-	return cell->policy != POLICY_CUSTOM;
-}
-
-/* The upper copy's security.ima right after a copy-up. */
-static void assert_copied_up(struct __test_metadata *const _metadata,
-			     const struct cell *cell, struct ovl_layout *l)
-{
-	if (copy_up_relabels(cell))
-		expect_ima_is(_metadata, l->upper, l->good, l->good_len);
-	else
-		assert_label(_metadata, l->upper, l->label, l->label_len);
-}
-
-static const char *cause_of(enum ima_state state)
-{
-	return state == STATE_MISSING ? "missing-hash" : "invalid-hash";
+	expect_label(_metadata, l->upper, l->label, l->label_len);
+	expect_label(_metadata, l->lower, l->label, l->label_len);
 }
 
 /*
@@ -225,99 +205,113 @@ static const char *cause_of(enum ima_state state)
  */
 TEST_F(overlay, read)
 {
+	struct ima_env *env = &self->l.env;
 	bool bad = variant->state != STATE_CORRECT;
 
-	if (self->skip)
+	if (env->skip)
 		return;
-	ASSERT_EQ(expected_errno(&self->cell, variant->state),
-		  test_open(self->l.merged, O_RDONLY));
-	assert_label(_metadata, self->l.lower, self->l.label,
+	ASSERT_EQ(expected_errno(&env->cell, variant->state),
+		  test_open(env->path, O_RDONLY));
+	expect_label(_metadata, self->l.lower, self->l.label,
 		     self->l.label_len);
-	if (self->cell.mode == MODE_FIX && bad) {
-		expect_ima_is(_metadata, self->l.upper, self->l.good,
-			      self->l.good_len);
-	} else {
-		ASSERT_EQ(ENOENT, test_open(self->l.upper, O_RDONLY));
-	}
-	if (bad && self->cell.mode != MODE_OFF)
-		expect_logged(_metadata, &self->l.log, self->l.merged,
-			      cause_of(variant->state));
+	if (env->cell.mode == MODE_FIX && bad)
+		expect_ima_is(_metadata, self->l.upper, env->good,
+			      env->good_len);
+	else
+		EXPECT_EQ(ENOENT, test_open(self->l.upper, O_RDONLY));
+	if (bad)
+		expect_audited(_metadata, &env->cell, &env->log, env->path,
+			       variant->state);
 }
 
 /*
- * chmod through the overlay copies the file up with its xattrs.  Where the
- * policy does not cover the new upper file, security.ima arrives byte for
- * byte and the copy is appraised like the original; under appraise_tcb,
- * 6.1 relabels the copy (copy_up_relabels()), so a missing or wrong lower
- * label turns into a valid one and enforce lets the copy through.
- * Breaking change: a copy-up that drops security.ima
- * (security_inode_copy_up_xattr() discarding it, as 6.8 does for
- * security.evm) makes copied-up files fail appraisal in the custom cells.
+ * chmod through the overlay copies the file up with its xattrs, and the
+ * copy is appraised as the original was: a copy-up must not launder a
+ * missing or wrong label into a valid one.  Breaking changes: a copy-up
+ * that relabels its copy, as 6.1 does under appraise_tcb
+ * (ovl_copy_up_tmpfile()'s vfs_tmpfile() calls ima_post_create_tmpfile(),
+ * which takes the copy for a new file, and the copy-up's own fput() labels
+ * it with the hash of the copied data: kernel-patches/0003); a copy-up
+ * that drops security.ima (security_inode_copy_up_xattr() discarding it,
+ * as 6.8 does for security.evm) fails the correctly labelled file.
  */
 TEST_F(overlay, chmod_copy_up)
 {
-	int want = expected_errno(&self->cell, variant->state);
+	struct ima_env *env = &self->l.env;
+	bool bad = variant->state != STATE_CORRECT;
 
-	if (self->skip)
+	if (env->skip)
 		return;
-	if (copy_up_relabels(&self->cell))
-		want = 0;
-	ASSERT_EQ(0, chmod(self->l.merged, 0640));
-	assert_copied_up(_metadata, &self->cell, &self->l);
-	assert_label(_metadata, self->l.lower, self->l.label,
-		     self->l.label_len);
-	ASSERT_EQ(want, test_open(self->l.merged, O_RDONLY));
+	ASSERT_EQ(0, chmod(env->path, 0640));
+	expect_copied_up(_metadata, &self->l);
+	ASSERT_EQ(expected_errno(&env->cell, variant->state),
+		  test_open(env->path, O_RDONLY));
+	if (env->cell.mode == MODE_FIX && bad)
+		expect_ima_is(_metadata, self->l.upper, env->good,
+			      env->good_len);
+	else
+		expect_copied_up(_metadata, &self->l);
+	if (bad)
+		expect_audited(_metadata, &env->cell, &env->log, env->path,
+			       variant->state);
 }
 
 /*
  * The last writer through the overlay labels the upper copy: after
  * appending and closing, upper/file holds IMA's hash of its new content
- * wherever the file was appraised and passed, fix repaired it, or the
- * upper inode itself is in policy (copy_up_relabels(): even in log mode
- * after a failed appraisal), the copied-up label otherwise; lower/file
- * never changes.  enforce denies the write open of a bad file, after the
- * overlay already copied it up (and, under appraise_tcb, relabelled it).
- * Breaking change: ima_check_last_writer()/ima_update_xattr() not running
- * for the overlay file leaves the old hash on new content.
+ * wherever the file was appraised and passed or fix repaired it, and the
+ * copied-up label otherwise (a failed appraisal blesses nothing, and off
+ * under a custom policy does nothing); lower/file never changes.
+ * enforce denies the write open of a bad file after the overlay already
+ * copied it up: the copy keeps the bad label, so the file stays denied
+ * (6.1 under appraise_tcb relabels it, see chmod_copy_up, and the next
+ * open passes).  Breaking change: ima_check_last_writer()/
+ * ima_update_xattr() not running for the overlay file leaves the old hash
+ * on new content.
  */
 TEST_F(overlay, write_copy_up)
 {
+	struct ima_env *env = &self->l.env;
 	char both[sizeof(contents) + sizeof(appended)];
 	uint8_t now[IMA_XATTR_MAX];
 	size_t now_len;
 	int fd;
 
-	if (self->skip)
+	if (env->skip)
 		return;
 	snprintf(both, sizeof(both), "%s%s", contents, appended);
-	now_len = ima_hash_xattr(&self->cell, both, strlen(both), now);
+	now_len = ima_hash_xattr(&env->cell, both, strlen(both), now);
 
-	fd = open(self->l.merged, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (expected_errno(&self->cell, variant->state)) {
+	fd = open(env->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (expected_errno(&env->cell, variant->state)) {
 		ASSERT_EQ(-1, fd);
 		ASSERT_EQ(EACCES, errno);
 		/* ovl_open() copied it up before IMA said no */
-		assert_copied_up(_metadata, &self->cell, &self->l);
+		expect_copied_up(_metadata, &self->l);
+		EXPECT_EQ(EACCES, test_open(env->path, O_RDONLY));
+		expect_copied_up(_metadata, &self->l);
 	} else {
 		ASSERT_LE(0, fd)
 		{
-			TH_LOG("open %s for write: %s", self->l.merged,
+			TH_LOG("open %s for write: %s", env->path,
 			       strerror(errno));
 		}
 		ASSERT_EQ(sizeof(appended) - 1,
 			  write(fd, appended, sizeof(appended) - 1));
 		ASSERT_EQ(0, close(fd));
-		if (self->cell.mode == MODE_FIX ||
-		    copy_up_relabels(&self->cell) ||
-		    (cell_appraises(&self->cell) &&
+		if (env->cell.mode == MODE_FIX ||
+		    (cell_appraises(&env->cell) &&
 		     variant->state == STATE_CORRECT))
 			expect_ima_is(_metadata, self->l.upper, now, now_len);
 		else /* failed appraisal: no last-writer update */
-			assert_label(_metadata, self->l.upper, self->l.label,
+			expect_label(_metadata, self->l.upper, self->l.label,
 				     self->l.label_len);
+		expect_label(_metadata, self->l.lower, self->l.label,
+			     self->l.label_len);
 	}
-	assert_label(_metadata, self->l.lower, self->l.label,
-		     self->l.label_len);
+	if (variant->state != STATE_CORRECT)
+		expect_audited(_metadata, &env->cell, &env->log, env->path,
+			       variant->state);
 }
 
 /*
@@ -326,20 +320,17 @@ TEST_F(overlay, write_copy_up)
  */
 FIXTURE(overlay_lower)
 {
-	bool skip;
-	struct cell cell;
 	struct ovl_layout l;
 };
 
 FIXTURE_SETUP(overlay_lower)
 {
-	self->skip =
-		setup_overlay(_metadata, &self->cell, &self->l, STATE_CORRECT);
+	setup_overlay(_metadata, &self->l, STATE_CORRECT);
 }
 
 FIXTURE_TEARDOWN(overlay_lower)
 {
-	if (!self->skip)
+	if (!self->l.env.skip)
 		teardown_overlay(_metadata, &self->l);
 }
 
@@ -354,16 +345,18 @@ FIXTURE_TEARDOWN(overlay_lower)
  */
 TEST_F(overlay_lower, changed_behind_overlay)
 {
+	struct ima_env *env = &self->l.env;
 	char both[sizeof(contents) + sizeof(appended)];
 	uint8_t now[IMA_XATTR_MAX];
 	size_t now_len;
 	int fd;
 
-	if (self->skip)
+	if (env->skip)
 		return;
 	snprintf(both, sizeof(both), "%s%s", contents, appended);
-	now_len = ima_hash_xattr(&self->cell, both, strlen(both), now);
-	ASSERT_EQ(0, test_open(self->l.merged, O_RDONLY));
+	now_len = ima_hash_xattr(&env->cell, both, strlen(both), now);
+	ASSERT_EQ(0, test_open(env->path, O_RDONLY));
+	expect_not_logged(_metadata, &env->log, env->path, NULL);
 
 	fd = open(self->l.lower, O_WRONLY | O_APPEND | O_CLOEXEC);
 	ASSERT_LE(0, fd);
@@ -373,17 +366,17 @@ TEST_F(overlay_lower, changed_behind_overlay)
 	ASSERT_EQ(0, setxattr(self->l.lower, XATTR_IMA, self->l.label,
 			      self->l.label_len, 0));
 
-	ASSERT_EQ(self->cell.mode == MODE_ENFORCE ? EACCES : 0,
-		  test_open(self->l.merged, O_RDONLY));
-	assert_label(_metadata, self->l.lower, self->l.label,
+	ima_env_watch(_metadata, env);
+	ASSERT_EQ(expected_errno(&env->cell, STATE_WRONG),
+		  test_open(env->path, O_RDONLY));
+	expect_label(_metadata, self->l.lower, self->l.label,
 		     self->l.label_len);
-	if (self->cell.mode == MODE_FIX)
+	if (env->cell.mode == MODE_FIX)
 		expect_ima_is(_metadata, self->l.upper, now, now_len);
 	else
-		ASSERT_EQ(ENOENT, test_open(self->l.upper, O_RDONLY));
-	if (self->cell.mode != MODE_OFF)
-		expect_logged(_metadata, &self->l.log, self->l.merged,
-			      "invalid-hash");
+		EXPECT_EQ(ENOENT, test_open(self->l.upper, O_RDONLY));
+	expect_audited(_metadata, &env->cell, &env->log, env->path,
+		       STATE_WRONG);
 }
 
 TEST_HARNESS_MAIN
