@@ -98,46 +98,37 @@ def main(argv: list[str]) -> int:
     bt.add_argument("--build-dir", type=Path, default=REPO / "build",
                     help="where results/ and the scratch disks go")
     args = parser.parse_args(argv)
-    if args.command in ("mutants", "regressions"):
-        return _mutants(args)
-    if args.command == "report":
-        return _report(args)
-    if args.command == "merge":
-        return _merge(args)
-    if args.command == "build":
-        return _build(args)
-    if args.command == "boot":
-        return _boot(args)
-    unknown = [a for a in args.archs if a not in ARCHS]
-    if unknown:
-        parser.error(f"unknown arch {unknown[0]!r}; allowed: {', '.join(ARCHS)}")
+    if args.command == "selftests":
+        unknown = [a for a in args.archs if a not in ARCHS]
+        if unknown:
+            parser.error(f"unknown arch {unknown[0]!r}; allowed: {', '.join(ARCHS)}")
+    command = {"mutants": _mutants, "regressions": _mutants, "report": _report,
+               "merge": _merge, "build": _build, "boot": _boot,
+               "selftests": _selftests}[args.command]
+    # Problems are found deep down and reported once, here.
     try:
-        build = args.build_dir.resolve()
-        tree = kbuild.extract(build)
-        for name in args.archs or ARCHS:
-            stage = initramfs.build_selftests(REPO, tree, ARCHS[name], build, jobs=2)
-            print(f"{name}: {stage}")
+        return command(args)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INFRASTRUCTURE
+
+
+def _selftests(args: argparse.Namespace) -> int:
+    build = args.build_dir.resolve()
+    tree = kbuild.extract(build)
+    for name in args.archs or ARCHS:
+        stage = initramfs.build_selftests(REPO, tree, ARCHS[name], build, jobs=2)
+        print(f"{name}: {stage}")
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    try:
-        print(report.write(args.run_dir))
-    except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
+    print(report.write(args.run_dir))
     return 0
 
 
 def _merge(args: argparse.Namespace) -> int:
-    try:
-        cells = merge.merge(args.shards, args.out, matrix_mod.load(args.matrix))
-    except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
+    cells = merge.merge(args.shards, args.out, matrix_mod.load(args.matrix))
     print((args.out / "summary.txt").read_text(), end="")
     print(f"report: {args.out / 'report.html'}")
     # As that run would: 2 if a cell could not be built or booted.
@@ -145,72 +136,60 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    try:
-        m = matrix_mod.load(args.matrix, **{a: getattr(args, a) for a in _AXES})
-        cells = list(matrix_mod.tier_cells(m, args.tier))
-        expected = cases.expected_cases(REPO / "selftests")
-        build = args.build_dir.resolve()
-        timings: dict[str, float] = {}
-        with runner.exclusive(build, print):
-            art = runner.build_stage(m, cells, REPO, build, args.make_jobs or os.cpu_count() or 1,
-                                     timings, print)
-            path = runner.export(art, cells, expected, m,
-                                 runner.expected_seconds(cells, build),
-                                 args.out.resolve(), args.part)
-    except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
+    m = matrix_mod.load(args.matrix, **{a: getattr(args, a) for a in _AXES})
+    cells = list(matrix_mod.tier_cells(m, args.tier))
+    expected = cases.expected_cases(REPO / "selftests")
+    build = args.build_dir.resolve()
+    timings: dict[str, float] = {}
+    with runner.exclusive(build, print):
+        art = runner.build_stage(m, cells, REPO, build, args.make_jobs or os.cpu_count() or 1,
+                                 timings, print)
+        path = runner.export(art, cells, expected, m,
+                             runner.expected_seconds(cells, build),
+                             args.out.resolve(), args.part)
     print(f"{len(cells)} cell(s), {len(art.kernels)} kernel(s), "
           f"{len(art.broken)} broken: {path}")
     return EXIT_INFRASTRUCTURE if art.broken else 0
 
 
 def _boot(args: argparse.Namespace) -> int:
-    try:
-        i, n = matrix_mod.parse_shard(args.shard)
-        man = runner.load_manifest(args.manifest.resolve())
-        m = matrix_mod.load(args.matrix)
-        if hashlib.sha256(args.matrix.read_bytes()).hexdigest() != man.matrix_sha256:
-            # known_failures come from the matrix file: another one judges otherwise.
-            raise HarnessError(f"{args.matrix} differs from the one {man.path} was built "
-                               "with: boot from the same commit as the build stage")
-        m = dataclasses.replace(m, timeout=man.timeout, memory=man.memory)
-        shard = matrix_mod.partition(man.cells, n, man.expected_s)[i - 1]
-        print(f"shard {i}/{n}: {len(shard)} of {len(man.cells)} cell(s), "
-              f"{sum(man.expected_s[c.id] for c in shard):.0f}s expected")
-        run = runner.boot_only(m, shard, man, args.build_dir.resolve(), shard=(i, n),
-                               jobs=args.jobs, accel=args.accel)
-    except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
+    i, n = matrix_mod.parse_shard(args.shard)
+    man = runner.load_manifest(args.manifest.resolve())
+    m = matrix_mod.load(args.matrix)
+    if hashlib.sha256(args.matrix.read_bytes()).hexdigest() != man.matrix_sha256:
+        # known_failures come from the matrix file: another one judges otherwise.
+        raise HarnessError(f"{args.matrix} differs from the one {man.path} was built "
+                           "with: boot from the same commit as the build stage")
+    m = dataclasses.replace(m, timeout=man.timeout, memory=man.memory)
+    shard = matrix_mod.partition(man.cells, n, man.expected_s)[i - 1]
+    print(f"shard {i}/{n}: {len(shard)} of {len(man.cells)} cell(s), "
+          f"{sum(man.expected_s[c.id] for c in shard):.0f}s expected")
+    run = runner.boot_only(m, shard, man, args.build_dir.resolve(), shard=(i, n),
+                           jobs=args.jobs, accel=args.accel)
     print(results.summary_table(run.cells) if run.cells else "no cell in this shard")
     print(f"results: {run.run_dir}")
     return run.exit_status
 
 
 def _mutants(args: argparse.Namespace) -> int:
-    try:
-        m = matrix_mod.load(args.matrix)
-        if m.mutants is None:
-            raise HarnessError(f"{args.matrix}: no mutants: section")
-        found = mutants.discover(m.mutants["patches"])
-        by_name = {mu.variant: mu for mu in found} | {mu.patch.name: mu for mu in found}
-        for name in args.names:
-            if name not in by_name:
-                raise HarnessError(f"no mutant {name!r} in {m.mutants['patches']}; there are: "
-                                   + ", ".join(mu.variant for mu in found))
-        chosen = list(dict.fromkeys(by_name[n] for n in args.names)) if args.names else found
-        base = m.variants[m.mutants["base"]]
-        variants = dict(m.variants)
-        for mu in chosen:
-            variants[mu.variant] = mutants.as_variant(mu, base)
-        m = dataclasses.replace(m, variants=variants)
-        cells = matrix_mod.mutant_cells(m, [mu.variant for mu in chosen], archs=args.archs)
-        run = runner.run(m, list(cells), cases.expected_cases(REPO / "selftests"), REPO,
-                         args.build_dir.resolve(), jobs=args.jobs)
-    except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
+    m = matrix_mod.load(args.matrix)
+    if m.mutants is None:
+        raise HarnessError(f"{args.matrix}: no mutants: section")
+    found = mutants.discover(m.mutants["patches"])
+    by_name = {mu.variant: mu for mu in found} | {mu.patch.name: mu for mu in found}
+    for name in args.names:
+        if name not in by_name:
+            raise HarnessError(f"no mutant {name!r} in {m.mutants['patches']}; there are: "
+                               + ", ".join(mu.variant for mu in found))
+    chosen = list(dict.fromkeys(by_name[n] for n in args.names)) if args.names else found
+    base = m.variants[m.mutants["base"]]
+    variants = dict(m.variants)
+    for mu in chosen:
+        variants[mu.variant] = mutants.as_variant(mu, base)
+    m = dataclasses.replace(m, variants=variants)
+    cells = matrix_mod.mutant_cells(m, [mu.variant for mu in chosen], archs=args.archs)
+    run = runner.run(m, list(cells), cases.expected_cases(REPO / "selftests"), REPO,
+                     args.build_dir.resolve(), jobs=args.jobs)
     verdicts = [mutants.judge(mu.variant, mu.caught_by,
                               [c for c in run.cells if c.cell.variant == mu.variant])
                 for mu in chosen]

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import report, results
-from .errors import HarnessError
+from .errors import HarnessError, read_json
 from .matrix import Cell, Matrix
 from .results import CellResult, TestResult
 from .splats import Splat
@@ -63,11 +63,8 @@ def load_shard(path: Path) -> Shard:
     if not doc_path.is_file():
         raise MergeError(f"{path}: no results.json; give run directories "
                          "(build/results/<run-id>/), one per shard")
-    try:
-        doc = json.loads(doc_path.read_text())
-    except (OSError, ValueError) as e:
-        raise MergeError(f"{doc_path}: not readable as JSON ({e}); was the shard's run "
-                         "interrupted before it wrote its results?") from e
+    doc = read_json(doc_path, MergeError, "was the shard's run interrupted before it "
+                    "wrote its results?")
     for key, kind in (("run_id", str), ("cells", list)):
         if not isinstance(doc.get(key) if isinstance(doc, dict) else None, kind):
             raise MergeError(f"{doc_path}: no {key!r} ({kind.__name__}); not a results.json "

@@ -14,13 +14,12 @@ served as files.  No script: a checkbox hides passing rows with CSS alone.
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 from . import splats as splat_scanner
-from .errors import HarnessError
+from .errors import HarnessError, read_json
 from .status import CASE_STATUSES, Status
 
 # Worst first: a square shows the first of these any of its cases has.
@@ -198,7 +197,7 @@ def _totals(doc: dict) -> str:
             tests[t["status"]] = tests.get(t["status"], 0) + 1
     splats = sum(len(c.get("splats", ())) for c in doc["cells"])
     cells, tests = _by_status(cells), _by_status(tests)
-    return (f'<p class="totals"><b>cells:</b> '
+    return ('<p class="totals"><b>cells:</b> '
             + ", ".join(f'<span class="s-{_e(k)}">&nbsp;{v} {_e(k)}&nbsp;</span>'
                         for k, v in cells.items())
             + f" (of {len(doc['cells'])}) &nbsp; <b>tests:</b> "
@@ -278,13 +277,8 @@ pre span:target {{ outline: 2px solid #b00020; }}</style></head>
 
 def load(run_dir: Path) -> dict:
     path = run_dir / "results.json"
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as e:
-        raise ReportError(f"{path}: cannot read it ({e.strerror}); give a run directory "
-                          "(build/results/<run-id>/)") from e
-    except ValueError as e:
-        raise ReportError(f"{path}: not valid JSON ({e})") from e
+    doc = read_json(path, ReportError, "give a run directory (build/results/<run-id>/) "
+                    "that a finished or interrupted run wrote")
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list) \
             or "run_id" not in doc:
         raise ReportError(f"{path}: no run_id and cells; not a results.json of the harness")

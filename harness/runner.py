@@ -32,7 +32,7 @@ from . import initramfs, kbuild, keys, qemu, report, results, timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
-from .errors import ConfigError, HarnessError
+from .errors import ConfigError, HarnessError, read_json
 from .matrix import Cell, Matrix
 from .results import CellResult
 from .status import Status
@@ -378,14 +378,8 @@ def load_manifest(path: Path) -> Manifest:
 
 def _load_part(path: Path) -> Manifest:
     where = str(path)
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot read the manifest: {e.strerror}; "
-                          "make one with 'python3 -m harness build --out DIR'") from e
-    except ValueError as e:
-        raise ConfigError(f"{where}: not JSON ({e}); rebuild it with "
-                          "'python3 -m harness build --out DIR'") from e
+    doc = read_json(path, ConfigError, "make the manifest with "
+                    "'python3 -m harness build --out DIR'")
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
         raise ConfigError(f"{where}: format {doc.get('format') if isinstance(doc, dict) else None!r}"
                           f", expected {MANIFEST_FORMAT}: rebuild it with this harness")

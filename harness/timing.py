@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .ktap import BEGIN_MARKER
-from .matrix import Cell
 
 _HEADER = re.compile(r"^# selftests: \S+: (\S+)\s*$")
 _RESULT = re.compile(r"^(?:not )?ok \d+ selftests: \S+: (\S+)")
@@ -100,11 +99,3 @@ def load_times(path: Path) -> dict[str, float]:
 def save_times(path: Path, durations: dict[str, float]) -> None:
     path.write_text(json.dumps(load_times(path) | {k: round(v, 1) for k, v in durations.items()},
                                indent=1, sort_keys=True) + "\n")
-
-
-def longest_first(cells: list[Cell], known: dict[str, float]) -> list[Cell]:
-    """The order to boot cells in so that the run does not end waiting on
-    one long cell: cells never timed first (aarch64, slower under TCG,
-    before x86_64), then the rest from the longest last time down."""
-    return sorted(cells, key=lambda c: (c.id in known, -known.get(c.id, 0.0),
-                                        c.arch == "x86_64"))

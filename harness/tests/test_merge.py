@@ -184,7 +184,7 @@ def test_an_interrupted_shard(tmp_path: Path) -> None:
     a, b = split(tmp_path, [[0, 1], [2, 3]])
     (b / "results.json").write_text('{"run_id": "x", "cells": [')
     assert refused([a, b], tmp_path).startswith(
-        f"{b}/results.json: not readable as JSON (")
+        f"{b}/results.json: not valid JSON (")
 
 
 def test_junit_of_another_run(tmp_path: Path) -> None:

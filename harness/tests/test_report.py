@@ -206,7 +206,8 @@ def test_not_a_run_directory(tmp_path: Path) -> None:
     with pytest.raises(report.ReportError) as e:
         report.write(tmp_path)
     assert str(e.value) == (f"{tmp_path}/results.json: cannot read it (No such file or "
-                            "directory); give a run directory (build/results/<run-id>/)")
+                            "directory); give a run directory (build/results/<run-id>/) "
+                            "that a finished or interrupted run wrote")
     (tmp_path / "results.json").write_text('{"cells": []}')
     with pytest.raises(report.ReportError) as e:
         report.write(tmp_path)

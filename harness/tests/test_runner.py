@@ -178,8 +178,8 @@ def test_manifest_errors(tmp_path: Path) -> None:
     path = tmp_path / "manifest.json"
     with pytest.raises(ConfigError) as e:
         runner.load_manifest(path)
-    assert str(e.value) == (f"{path}: cannot read the manifest: No such file or directory; "
-                            "make one with 'python3 -m harness build --out DIR'")
+    assert str(e.value) == (f"{path}: cannot read it (No such file or directory); "
+                            "make the manifest with 'python3 -m harness build --out DIR'")
     m = _matrix()
     runner.export(_artifacts(tmp_path), list(m.cells), CASES, m,
                   {c.id: 1.0 for c in m.cells}, tmp_path)
