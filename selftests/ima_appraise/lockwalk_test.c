@@ -118,15 +118,14 @@ FIXTURE_TEARDOWN(lockwalk)
 	}
 }
 
-static int open_file(struct __test_metadata *const _metadata,
-		     const char *path, int flags)
+static int open_file(struct __test_metadata *const _metadata, const char *path,
+		     int flags)
 {
 	int fd = open(path, flags | O_CLOEXEC);
 
 	EXPECT_LE(0, fd)
 	{
-		TH_LOG("open %s (flags %#x): %s", path, flags,
-		       strerror(errno));
+		TH_LOG("open %s (flags %#x): %s", path, flags, strerror(errno));
 	}
 	return fd;
 }
@@ -319,8 +318,7 @@ TEST_F(lockwalk, mmap_exec)
 		return;
 	fd = open_file(_metadata, self->env.path, O_RDONLY);
 	ASSERT_LE(0, fd);
-	map = mmap(NULL, self->page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd,
-		   0);
+	map = mmap(NULL, self->page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
 	ASSERT_NE(MAP_FAILED, map)
 	{
 		TH_LOG("mmap PROT_EXEC of %s: %s", self->env.path,
@@ -352,9 +350,8 @@ TEST_F(lockwalk, mprotect_exec)
 	map = mmap(NULL, self->page, PROT_READ, MAP_PRIVATE, fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
 	ASSERT_EQ(0, close(fd));
-	ASSERT_EQ(want, mprotect(map, self->page, PROT_READ | PROT_EXEC) ?
-				errno :
-				0);
+	ASSERT_EQ(want,
+		  mprotect(map, self->page, PROT_READ | PROT_EXEC) ? errno : 0);
 	ASSERT_EQ(0, munmap(map, self->page));
 	expect_unchanged(_metadata, self);
 	expect_cause_logged(_metadata, &self->env.cell, &self->env.log,
@@ -448,8 +445,8 @@ TEST_F(lockwalk, exit_with_mapping)
 
 		if (fd < 0)
 			_exit(1);
-		map = mmap(NULL, self->page, PROT_READ | PROT_WRITE,
-			   MAP_SHARED, fd, 0);
+		map = mmap(NULL, self->page, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   fd, 0);
 		if (map == MAP_FAILED)
 			_exit(2);
 		close(fd);
@@ -521,8 +518,8 @@ TEST_F(lockwalk, chmod_chown_utimes)
 
 /*
  * setxattr and removexattr of security.ima: vfs_setxattr() under
- * i_rwsem, ima_inode_setxattr() resets the appraisal; the next open
- * appraises the new value (wrong, then missing).
+ * i_rwsem, ima_inode_setxattr() resets the appraisal cached by the first
+ * open; the next open appraises the new value (wrong, then missing).
  */
 TEST_F(lockwalk, setxattr_removexattr)
 {
@@ -530,6 +527,8 @@ TEST_F(lockwalk, setxattr_removexattr)
 
 	if (env->skip)
 		return;
+	ASSERT_EQ(0, test_open(env->path, O_RDONLY));
+	expect_not_logged(_metadata, &env->log, env->path, NULL);
 	ima_env_watch(_metadata, env);
 	set_ima_state(_metadata, env->path, STATE_WRONG, env->good);
 	ASSERT_EQ(expected_errno(&env->cell, STATE_WRONG),
@@ -663,8 +662,9 @@ TEST_F(lockwalk, kthread_final_fput)
 	if (self->env.skip)
 		return;
 	if (!cell_appraises(&self->env.cell))
-		CELL_SKIP(return,
-			       "nothing relabels the file when no rule is active (ima_appraise=off, custom policy): the moment the kernel worker released it cannot be seen");
+		CELL_SKIP(
+			return,
+			      "no rule is active: nothing relabels the file, so when the kernel worker released it cannot be seen");
 	want_len = ima_hash_xattr(&self->env.cell, self->new, self->page, want);
 	fd = open_file(_metadata, self->env.path, O_RDWR);
 	ASSERT_LE(0, fd);
