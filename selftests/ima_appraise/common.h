@@ -12,6 +12,7 @@
  *   label.h   files and their security.ima
  *   kmsg.h    audit records in the kernel log, their absence proven by a
  *             sentinel
+ *   mark.h    each case's begin and end in the kernel log, lockdep's state
  *   policy.h  the custom policy and the uid table of its rules
  *
  * and here: the probes (an access, returning 0 or its errno), the verdict
@@ -44,6 +45,7 @@
 #include "hash.h"
 #include "kmsg.h"
 #include "label.h"
+#include "mark.h"
 #include "policy.h"
 
 #define EXT4_SUPER_MAGIC 0xEF53
@@ -125,12 +127,14 @@ static inline void write_sysctl(struct __test_metadata *const _metadata,
 
 /*
  * The setup under every fixture: returns true if the test must be skipped
- * (after saying why), otherwise the cell is known, the hash code passed
- * its known answers, the custom policy is loaded where the cell wants
- * one, and dir is a fresh directory on the scratch ext4 filesystem.
- * Fixtures with an ima_env use ima_env_setup(), which calls this.
+ * (after saying why), otherwise the case's begin is marked in the kernel
+ * log (id), the cell is known, the hash code passed its known answers,
+ * the custom policy is loaded where the cell wants one, and dir is a
+ * fresh directory on the scratch ext4 filesystem.  Fixtures with an
+ * ima_env use ima_env_setup(), which calls this.
  */
 static inline bool setup_cell(struct __test_metadata *const _metadata,
+			      const void *variant, char id[CASE_ID_MAX],
 			      struct cell *cell, char dir[DIR_MAX],
 			      const char *tag)
 {
@@ -143,6 +147,8 @@ static inline bool setup_cell(struct __test_metadata *const _metadata,
 			    "not booted by the IMA selftest harness (no %s on the kernel command line): these tests rewrite the IMA policy and security.ima and only run in its guests",
 			    IMA_SELFTEST_MARKER);
 	}
+	/* Before anything the kernel could report on. */
+	mark_begin(_metadata, variant, id);
 	ASSERT_EQ(0, geteuid());
 	ASSERT_NE(0, cell->hash_algo)
 	{
@@ -201,18 +207,22 @@ struct ima_env {
 	struct audit_log log;
 	/* every file of dir must pass: no record may name one (teardown) */
 	bool quiet;
+	/* the case, as its markers in the kernel log name it ("" before) */
+	char case_id[CASE_ID_MAX];
 };
 
 /*
  * Fixture setup: env->skip and the cell (setup_cell()), env->dir, and
- * env->path = dir/name; the fixture makes the file itself.
+ * env->path = dir/name; the fixture makes the file itself.  variant is
+ * the fixture setup's own (its name goes into the case's markers).
  */
 static inline bool ima_env_setup(struct __test_metadata *const _metadata,
-				 struct ima_env *env, const char *tag,
-				 const char *name)
+				 struct ima_env *env, const void *variant,
+				 const char *tag, const char *name)
 {
 	env->log.fd = -1;
-	env->skip = setup_cell(_metadata, &env->cell, env->dir, tag);
+	env->skip = setup_cell(_metadata, variant, env->case_id, &env->cell,
+			       env->dir, tag);
 	if (!env->skip)
 		snprintf(env->path, sizeof(env->path), "%s/%s", env->dir, name);
 	return env->skip;
@@ -254,8 +264,8 @@ static inline int remove_entry(const char *path, const struct stat *st,
 
 /*
  * Fixture teardown: checks that a quiet environment stayed quiet, then
- * removes dir and everything in it.  Whatever a test
- * mounted under dir must be unmounted first (FTW_MOUNT: nothing on
+ * removes dir and everything in it, and marks the case's end.  Whatever
+ * a test mounted under dir must be unmounted first (FTW_MOUNT: nothing on
  * another filesystem is touched, and its mount point stays busy).
  */
 static inline void ima_env_teardown(struct __test_metadata *const _metadata,
@@ -270,13 +280,14 @@ static inline void ima_env_teardown(struct __test_metadata *const _metadata,
 	if (env->quiet && env->log.fd >= 0 && _metadata->passed)
 		expect_dir_not_logged(_metadata, &env->log, env->dir);
 	audit_unwatch(&env->log);
-	if (!env->dir[0])
-		return;
-	EXPECT_EQ(0, nftw(env->dir, remove_entry, 16,
-			  FTW_DEPTH | FTW_PHYS | FTW_MOUNT))
-	{
-		TH_LOG("removing %s: %s", env->dir, strerror(errno));
+	if (env->dir[0]) {
+		EXPECT_EQ(0, nftw(env->dir, remove_entry, 16,
+				  FTW_DEPTH | FTW_PHYS | FTW_MOUNT))
+		{
+			TH_LOG("removing %s: %s", env->dir, strerror(errno));
+		}
 	}
+	mark_end(env->case_id);
 }
 
 #endif /* _IMA_APPRAISE_COMMON_H */

@@ -74,7 +74,7 @@ FIXTURE_SETUP(empty_file)
 {
 	struct ima_env *env = &self->env;
 
-	if (ima_env_setup(_metadata, env, "empty", data_name))
+	if (ima_env_setup(_metadata, env, variant, "empty", data_name))
 		return;
 	env->good_len = ima_hash_xattr(&env->cell, "", 0, env->good);
 

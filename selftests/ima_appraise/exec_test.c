@@ -99,7 +99,7 @@ FIXTURE_SETUP(exec_file)
 	size_t len;
 	void *elf;
 
-	if (ima_env_setup(_metadata, &self->env, "exec", prog_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "exec", prog_name))
 		return;
 	sibling_path(helper, "exec_helper");
 	elf = read_file(_metadata, helper, &len);
@@ -189,7 +189,8 @@ FIXTURE_SETUP(exec_script)
 	void *elf;
 	int n;
 
-	if (ima_env_setup(_metadata, &self->env, "script", script_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "script",
+			  script_name))
 		return;
 	sibling_path(helper, "exec_helper");
 	elf = read_file(_metadata, helper, &len);

@@ -45,7 +45,7 @@ FIXTURE_SETUP(deferred_fput)
 {
 	char path[PATH_MAX];
 
-	if (ima_env_setup(_metadata, &self->env, "fput", data_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "fput", data_name))
 		return;
 	assert_lockdep_quiet(_metadata);
 	snprintf(path, sizeof(path), "%s/%s", self->env.dir, lockdep_name);

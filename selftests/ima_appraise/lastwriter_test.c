@@ -44,7 +44,8 @@ FIXTURE(last_writer)
 
 FIXTURE_SETUP(last_writer)
 {
-	if (ima_env_setup(_metadata, &self->env, "lastwriter", data_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "lastwriter",
+			  data_name))
 		return;
 	snprintf(self->new_path, sizeof(self->new_path), "%s/%s", self->env.dir,
 		 new_name);

@@ -71,7 +71,7 @@ FIXTURE_SETUP(mmap_file)
 	char page[4096];
 
 	self->fd = -1;
-	if (ima_env_setup(_metadata, &self->env, "mmap", lib_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "mmap", lib_name))
 		return;
 	memset(page, 0xc3, sizeof(page)); /* x86 'ret', for what it's worth */
 	self->len = sizeof(page);
@@ -213,7 +213,8 @@ FIXTURE_SETUP(mmap_writers)
 {
 	char page[4096];
 
-	if (ima_env_setup(_metadata, &self->env, "mmap_writers", lib_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "mmap_writers",
+			  lib_name))
 		return;
 	memset(page, 0xc3, sizeof(page));
 	self->len = sizeof(page);

@@ -78,7 +78,8 @@ FIXTURE_SETUP(not_in_policy)
 	size_t wrong_len;
 	void *elf;
 
-	if (ima_env_setup(_metadata, &self->env, "notinpolicy", prog_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "notinpolicy",
+			  prog_name))
 		return;
 	sibling_path(helper, "exec_helper");
 	elf = read_file(_metadata, helper, &self->len);

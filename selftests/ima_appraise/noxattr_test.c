@@ -66,7 +66,7 @@ FIXTURE_SETUP(no_xattr)
 	uint8_t buf[IMA_XATTR_MAX];
 	char rule[256];
 
-	if (ima_env_setup(_metadata, env, "noxattr", ramfs_name))
+	if (ima_env_setup(_metadata, env, variant, "noxattr", ramfs_name))
 		return;
 	if (env->cell.policy != POLICY_CUSTOM) {
 		env->skip = true;

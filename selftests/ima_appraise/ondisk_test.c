@@ -105,7 +105,7 @@ FIXTURE_SETUP(on_disk)
 	struct stat st;
 	int fd, block;
 
-	if (ima_env_setup(_metadata, env, "ondisk", data_name))
+	if (ima_env_setup(_metadata, env, variant, "ondisk", data_name))
 		return;
 	mount_source(_metadata, scratch_dir(), self->dev);
 	env->good_len = create_labelled(_metadata, &env->cell, env->path,

@@ -79,7 +79,7 @@ FIXTURE_SETUP(open_file)
 {
 	struct cell algo_cell;
 
-	if (ima_env_setup(_metadata, &self->env, "open", data_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "open", data_name))
 		return;
 	create_file(_metadata, self->env.path, contents, sizeof(contents) - 1);
 	algo_cell = self->env.cell;

@@ -86,17 +86,19 @@ static void subpath(char *out, size_t size, const char *dir, const char *name)
 
 /*
  * Mounts the overlay, unless the test must be skipped (l->env.skip);
- * the kernel log is watched from the end of the setup on.
+ * the kernel log is watched from the end of the setup on.  variant is
+ * the fixture setup's (see ima_env_setup()).
  */
 static void setup_overlay(struct __test_metadata *const _metadata,
-			  struct ovl_layout *l, enum ima_state state)
+			  struct ovl_layout *l, const void *variant,
+			  enum ima_state state)
 {
 	char lowerdir[DIR_MAX + 8], upperdir[DIR_MAX + 8], workdir[DIR_MAX + 8];
 	char mergeddir[DIR_MAX + 8], opts[4 * DIR_MAX + 128];
 	struct ima_env *env = &l->env;
 	struct statfs sfs;
 
-	if (ima_env_setup(_metadata, env, "ovl", "merged/file"))
+	if (ima_env_setup(_metadata, env, variant, "ovl", "merged/file"))
 		return;
 	if (env->cell.policy == POLICY_CUSTOM)
 		policy_add_rule(_metadata, OVERLAY_RULE);
@@ -164,7 +166,7 @@ static void teardown_overlay(struct __test_metadata *const _metadata,
 
 FIXTURE_SETUP(overlay)
 {
-	setup_overlay(_metadata, &self->l, variant->state);
+	setup_overlay(_metadata, &self->l, variant, variant->state);
 }
 
 FIXTURE_TEARDOWN(overlay)
@@ -325,7 +327,7 @@ FIXTURE(overlay_lower)
 
 FIXTURE_SETUP(overlay_lower)
 {
-	setup_overlay(_metadata, &self->l, STATE_CORRECT);
+	setup_overlay(_metadata, &self->l, variant, STATE_CORRECT);
 }
 
 FIXTURE_TEARDOWN(overlay_lower)

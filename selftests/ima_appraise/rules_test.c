@@ -87,7 +87,7 @@ FIXTURE_SETUP(rules)
 {
 	struct ima_env *env = &self->env;
 
-	if (ima_env_setup(_metadata, env, "rules", data_name))
+	if (ima_env_setup(_metadata, env, variant, "rules", data_name))
 		return;
 	if (env->cell.policy != POLICY_CUSTOM) {
 		env->skip = true;

@@ -59,7 +59,7 @@ FIXTURE_VARIANT_ADD(securityfs, binary_runtime_measurements)
 
 FIXTURE_SETUP(securityfs)
 {
-	ima_env_setup(_metadata, &self->env, "securityfs", "none");
+	ima_env_setup(_metadata, &self->env, variant, "securityfs", "none");
 }
 
 FIXTURE_TEARDOWN(securityfs)

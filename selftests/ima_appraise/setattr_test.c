@@ -44,7 +44,7 @@ FIXTURE(setattr)
 
 FIXTURE_SETUP(setattr)
 {
-	if (ima_env_setup(_metadata, &self->env, "setattr", data_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "setattr", data_name))
 		return;
 	self->env.good_len = create_labelled(_metadata, &self->env.cell,
 					     self->env.path, OLD_CONTENTS,

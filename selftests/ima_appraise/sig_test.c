@@ -65,25 +65,31 @@ static void expect_sig_audited(struct __test_metadata *const _metadata,
  */
 TEST(ima_keyring_refuses_self_signed_cert)
 {
+	char id[CASE_ID_MAX];
 	struct cell cell;
 
 	ASSERT_EQ(0, read_cell(&cell));
 	if (!cell.harness)
 		SKIP(return, "not booted by the IMA selftest harness");
+	mark_begin(_metadata, NULL, id);
 	/* restrict_link_by_signature(): no CA in .builtin_trusted_keys signed it */
 	ASSERT_EQ(ENOKEY, load_cert(_metadata, "rogue.der"));
+	mark_end(id);
 }
 
 /* The test certificate is accepted, and loading it again is harmless. */
 TEST(ima_keyring_takes_ca_signed_cert_twice)
 {
+	char id[CASE_ID_MAX];
 	struct cell cell;
 
 	ASSERT_EQ(0, read_cell(&cell));
 	if (!cell.harness)
 		SKIP(return, "not booted by the IMA selftest harness");
+	mark_begin(_metadata, NULL, id);
 	ASSERT_EQ(0, load_cert(_metadata, "ima.der"));
 	ASSERT_EQ(0, load_cert(_metadata, "ima.der"));
+	mark_end(id);
 }
 
 /* ---- signed files under the cell's policy ---- */
@@ -147,7 +153,7 @@ FIXTURE_SETUP(signed_file)
 	size_t len;
 	int fd;
 
-	if (ima_env_setup(_metadata, &self->env, "sig", signed_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "sig", signed_name))
 		return;
 	load_ima_key(_metadata);
 	len = read_key_file(_metadata, "payload", payload, sizeof(payload));
@@ -276,7 +282,7 @@ FIXTURE_SETUP(signed_exec)
 	size_t len;
 	void *elf;
 
-	if (ima_env_setup(_metadata, &self->env, "sig", signed_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "sig", signed_name))
 		return;
 	load_ima_key(_metadata);
 	self->sig_len = read_key_file(_metadata, variant->sig, self->sig,
@@ -363,7 +369,7 @@ FIXTURE_SETUP(imasig_rule)
 	char rule[256], uuid[37];
 	size_t len;
 
-	if (ima_env_setup(_metadata, &self->env, "sig", signed_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "sig", signed_name))
 		return;
 	if (self->env.cell.policy != POLICY_CUSTOM) {
 		self->env.skip = true;

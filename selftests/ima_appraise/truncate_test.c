@@ -79,7 +79,8 @@ FIXTURE_VARIANT_ADD(truncate, shrunk_no_cache)
 
 FIXTURE_SETUP(truncate)
 {
-	if (ima_env_setup(_metadata, &self->env, "truncate", data_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "truncate",
+			  data_name))
 		return;
 	self->env.good_len = create_labelled(_metadata, &self->env.cell,
 					     self->env.path, CONTENTS,

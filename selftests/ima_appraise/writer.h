@@ -10,7 +10,6 @@
 
 #include "common.h"
 
-#define LOCKDEP_STATS "/proc/lockdep_stats"
 #define LOCKDEP_CLASSES "/proc/lockdep"
 
 /* Writes all of data at offset off of fd. */
@@ -43,31 +42,6 @@ static inline void expect_labelled_after_close(
 	} else {
 		expect_no_ima(_metadata, path);
 	}
-}
-
-/*
- * debug_locks from /proc/lockdep_stats: 1 while lockdep runs, 0 once it
- * reported a problem (it reports only the first of a boot) or was turned
- * off; -errno if the file cannot be read (no CONFIG_LOCKDEP).
- */
-static inline int lockdep_debug_locks(void)
-{
-	char buf[8192], *p;
-	ssize_t len;
-	int fd;
-
-	fd = open(LOCKDEP_STATS, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len < 0)
-		return -errno;
-	buf[len] = '\0';
-	p = strstr(buf, "debug_locks:");
-	if (!p)
-		return -ENOENT;
-	return atoi(p + strlen("debug_locks:"));
 }
 
 /* Lockdep must be on and quiet: no problem reported in this boot yet. */

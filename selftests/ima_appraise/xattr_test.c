@@ -47,7 +47,7 @@ FIXTURE(ima_xattr)
 
 FIXTURE_SETUP(ima_xattr)
 {
-	if (ima_env_setup(_metadata, &self->env, "xattr", data_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "xattr", data_name))
 		return;
 	self->env.good_len = create_labelled(_metadata, &self->env.cell,
 					     self->env.path, CONTENTS,

@@ -162,7 +162,7 @@ FIXTURE_SETUP(ima_value)
 {
 	struct ima_env *env = &self->env;
 
-	if (ima_env_setup(_metadata, env, "xtypes", data_name))
+	if (ima_env_setup(_metadata, env, variant, "xtypes", data_name))
 		return;
 	env->good_len = create_labelled(_metadata, &env->cell, env->path,
 					CONTENTS, strlen(CONTENTS), env->good);
