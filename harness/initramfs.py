@@ -203,11 +203,34 @@ def _fingerprint(files: list[Path]) -> str:
     return h.hexdigest()
 
 
+def build_kmsg_dump(repo: Path, build: Path, arch: Arch) -> Path:
+    """initramfs/kmsg-dump.c, static, for arch: what prints the guest's
+    whole kernel log after the tests (see harness/kernlog.py)."""
+    src = repo / "initramfs" / "kmsg-dump.c"
+    out = build / "initramfs" / f"kmsg-dump-{arch.name}"
+    stamp = out.with_name(f".{out.name}.sha256")
+    digest = hashlib.sha256(src.read_bytes() + arch.cc.encode()).hexdigest()
+    if out.is_file() and stamp.is_file() and stamp.read_text() == digest:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [arch.cc, "-static", "-O2", "-Wall", "-Werror", "-o", str(out), str(src)]
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=clean_env())
+    except FileNotFoundError:
+        raise DependencyError(f"{arch.cc} not found: run 'make deps'") from None
+    if proc.returncode:
+        raise BuildError(f"building {src} for {arch.name} failed:\n{proc.stdout.strip()}")
+    stamp.write_text(digest)
+    return out
+
+
 def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Path:
     """The cpio, packed again only when one of its inputs changed (by size
     and mtime: the staged selftests, the init, the host binaries)."""
     out = build / "initramfs" / f"{arch.name}.cpio"
     stamp = out.with_name(f".{out.name}.inputs")
+    build_kmsg_dump(repo, build, arch)
     staged = sorted(f for f in selftests.rglob("*") if f.is_file())
     try:
         old = json.loads(stamp.read_text())
@@ -239,6 +262,8 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
             a.symlink(applet, "/bin/busybox")
 
     a.file("usr/bin/timeout", (repo / "initramfs" / "timeout").read_bytes(), 0o755)
+    kmsg_dump = build_kmsg_dump(repo, build, arch)
+    a.file("usr/bin/kmsg-dump", kmsg_dump.read_bytes(), 0o755, BINARY_MTIME)
 
     # make and the shared libraries it needs, at the paths its loader expects.
     make = root / "usr" / "bin" / "make"
@@ -259,7 +284,7 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     a.tree("selftests", selftests)
     out.parent.mkdir(parents=True, exist_ok=True)
     a.write(out)
-    host = [repo / "initramfs" / "init", repo / "initramfs" / "timeout", busybox,
+    host = [repo / "initramfs" / "init", repo / "initramfs" / "timeout", kmsg_dump, busybox,
             Path("/bin/busybox"), make, *a.sources]
     stamp.write_text(json.dumps({"host": [str(f) for f in host],
                                  "fingerprint": _fingerprint(host + staged)}))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness import ktap, qemu, splats
+from harness import kernlog, ktap, qemu
 
 REPO = Path(__file__).resolve().parents[2]
 INIT = (REPO / "initramfs" / "init").read_text()
 CELL_H = (REPO / "selftests" / "ima_appraise" / "cell.h").read_text()
+MARK_H = (REPO / "selftests" / "ima_appraise" / "mark.h").read_text()
+KMSG_DUMP_C = (REPO / "initramfs" / "kmsg-dump.c").read_text()
 
 
 def test_harness_marker_is_what_the_selftests_look_for() -> None:
@@ -30,8 +32,37 @@ def test_init_answers_the_kvm_probe() -> None:
     assert f"echo '{qemu.PROBE_MARKER}'" in INIT
 
 
-def test_init_prefixes_its_dmesg_dump_as_the_scanner_expects() -> None:
-    assert f"s/^<[567]>/{splats.DMESG_PREFIX}/p" in INIT
+def test_init_dumps_the_whole_kernel_log_between_the_markers_the_reader_expects() -> None:
+    dump = re.search(rf"echo '{re.escape(kernlog.DUMP_BEGIN)}'\nkmsg-dump\n"
+                     r'echo "(<<< ima-selftest kmsg end rc=)\$\?( >>>)"', INIT)
+    assert dump, "init must run kmsg-dump between the dump markers, with its exit status"
+    assert kernlog.DUMP_END.fullmatch(f"{dump[1]}0{dump[2]}")
+    assert "quiet_from" not in INIT
+
+
+def test_kmsg_dump_prints_lines_the_reader_parses() -> None:
+    fmt = re.search(r'"(kmsg %llu,%u \[%5llu\.%06llu\] )"', KMSG_DUMP_C)
+    assert fmt, "kmsg-dump.c's line prefix changed: change harness/kernlog.py with it"
+    line = fmt[1].replace("%llu,%u", "1,4").replace("%5llu.%06llu", "    3.000042") + "text"
+    log = kernlog.read(f"{kernlog.DUMP_BEGIN}\nkmsg 0,6 [    0.000000] Linux\n{line}\n"
+                       "<<< ima-selftest kmsg end rc=0 >>>\n")
+    assert log.from_dump and not log.problems
+    assert log.lines[-1] == kernlog.Line(3, 3.000042, "text", 1)
+
+
+def test_the_selftests_markers_are_what_the_reader_reads() -> None:
+    assert '#define MARK_PREFIX "ima_selftest: "' in MARK_H
+    written = re.findall(r'mark\("(\w+) %s(?: lockdep=%s)?\\n"', MARK_H)
+    assert sorted(written) == ["begin", "done", "end", "start"]
+    assert 'echo "<4>ima_selftest: finished lockdep=$lockdep" > /dev/kmsg' in INIT
+    for text, want in (("ima_selftest: begin open_test/a.b.c", ("begin", "open_test/a.b.c", None)),
+                       ("ima_selftest: end open_test/a.b.c lockdep=off",
+                        ("end", "open_test/a.b.c", "off")),
+                       ("ima_selftest: start fput_test lockdep=on", ("start", "fput_test", "on")),
+                       ("ima_selftest: finished lockdep=on", ("finished", "", "on"))):
+        log = kernlog.read(f"[    1.000000] {text}\n")
+        (m,) = kernlog.marks(log)
+        assert (m.what, m.name, m.lockdep) == want
 
 
 def test_a_changed_source_is_staged_newer_than_a_binary_built_before(tmp_path) -> None:
