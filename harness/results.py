@@ -9,7 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ktap, splats as splat_scanner, timing as timing_mod
+import dataclasses
+
+from . import kernlog, ktap, splats as splat_scanner, timing as timing_mod
 from .cases import Case
 from .matrix import Cell
 from .qemu import BootOutcome
@@ -38,6 +40,10 @@ class CellResult:
     ended: bool = False     # the guest printed its end marker
     problems: tuple[str, ...] = ()  # boot-level failures (see _boot_problems)
     timing: timing_mod.CellTiming | None = None   # boot floor and per-program seconds
+    # Programs to boot again (a continuation boot): the last boot lost
+    # lockdep, or panicked, before they started.
+    rerun: tuple[str, ...] = ()
+    boots: int = 1
 
     def counts(self) -> dict[str, int]:
         counts = {s: 0 for s in CASE_STATUSES}
@@ -53,10 +59,12 @@ class CellResult:
         return {"id": c.id, "arch": c.arch, "kernel": c.variant, "mode": c.mode,
                 "policy": c.policy, "hash": c.hash, "setattr": c.setattr, "accel": self.accel, "status": self.status,
                 "reason": self.reason, "duration_s": round(self.duration_s, 2),
-                "splats": [{"kind": s.kind, "title": s.title} for s in self.splats],
+                "splats": [{"kind": s.kind, "title": s.title, "time": s.time, "test": s.test,
+                            "line": s.line, "console": s.console} for s in self.splats],
                 "tests": [{"name": t.name, "status": t.status, **({"reason": t.reason} if t.reason else {})}
                           for t in self.tests],
                 "artifacts": str(self.artifacts) if self.artifacts else None,
+                **({"boots": self.boots} if self.boots > 1 else {}),
                 **({"timing": self.timing.to_json()} if self.timing else {})}
 
 
@@ -130,46 +138,189 @@ def _expect(t: TestResult, why: str | None, missing: bool) -> TestResult:
     return t
 
 
+# Extra boots a cell may take to run, with lockdep on, the programs that
+# ran after it went off (or after a panic): each shows the next splat.
+CONTINUATION_BOOTS = 3
+
+# Reports after which lockdep turns itself off (debug_locks_off(): its own
+# reports and limits, oops_enter(), a taint that makes it unreliable).
+_LOCKDEP_KILLERS = ("lockdep-", "bug", "oops", "kasan", "panic")
+
+
+@dataclass(frozen=True)
+class Boot:
+    """One boot of a cell: how it went, and which programs it ran."""
+    outcome: BootOutcome
+    programs: tuple[str, ...]       # in the order the guest ran them
+    console: str = "console.log"    # its console, in the cell's directory
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What one boot's console says."""
+    boot: Boot
+    run: ktap.GuestRun
+    log: kernlog.KernelLog
+    splats: tuple[Splat, ...]
+    marks: tuple[kernlog.Mark, ...]
+
+
+def _read_boot(boot: Boot) -> _Seen:
+    console = boot.outcome.console
+    run = ktap.parse(console)
+    log = kernlog.read(console)
+    times = {line.number: line.time for line in log.lines}
+    marks = kernlog.marks(log)
+    found = []
+    for sp in splat_scanner.scan(log.scan_text):
+        time = sp.time if sp.time is not None else times.get(sp.line)
+        test = kernlog.case_at(marks, time, sp.line) if time is not None else None
+        found.append(dataclasses.replace(sp, time=time, test=test, console=boot.console))
+    return _Seen(boot, run, log, tuple(found), marks)
+
+
 def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel: str,
              artifacts: Path | None = None,
              known: Callable[[str], str | None] = lambda name: None) -> CellResult:
-    """known(test name) says why that test is expected to fail in this cell
-    (matrix.Variant.expected_failure), or None."""
-    run = ktap.parse(outcome.console)
-    found = tuple(splat_scanner.scan(outcome.console))
-    tests: list[TestResult] = []
-    seen = set()
-    for case in expected:
-        r = run.case(case.suite, case.name)
-        seen.add((case.suite, case.name))
-        if r is None:
-            t = TestResult(case.id, Status.FAIL,
-                           _why_missing(outcome, run, case.suite, list(found)))
-        else:
-            t = TestResult(case.id, r.status, r.reason, r.log)
-        tests.append(_expect(t, known(case.id), missing=r is None))
-    for suite in run.suites:  # reported but not in the sources: still shown
-        for r in suite.cases:
-            if (suite.name, r.name) not in seen:
-                tests.append(TestResult(f"{suite.name}/{r.name}", r.status, r.reason, r.log))
+    """One boot that ran every program of expected."""
+    programs = tuple(dict.fromkeys(c.suite for c in expected))
+    return evaluate_boots(cell, [Boot(outcome, programs)], expected, accel, artifacts, known)
 
-    failed = [t for t in tests if t.status in FAILING]
-    problems = _boot_problems(outcome, run, found, tests, expected)
-    if outcome.timed_out:
+
+def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], accel: str,
+                   artifacts: Path | None = None,
+                   known: Callable[[str], str | None] = lambda name: None) -> CellResult:
+    """The cell's verdict from its boots: the first, then its continuation
+    boots, each running the programs the one before lost lockdep (or
+    panicked) before.  A program's cases come from the last boot that ran
+    it; the splats of all.  known(test name) says why that test is
+    expected to fail in this cell (matrix.Variant.expected_failure), or
+    None."""
+    seen = [_read_boot(b) for b in boots]
+    tests: dict[str, TestResult] = {}
+    problems: list[str] = []
+    for n, sv in enumerate(seen, 1):
+        mine = tuple(c for c in expected if c.suite in sv.boot.programs)
+        boot_tests = _tests(sv, mine, known)
+        for t in boot_tests:
+            tests[t.name] = t
+        prefix = f"boot {n} ({sv.boot.console}): " if n > 1 else ""
+        problems += [prefix + p for p in _boot_problems(sv.boot.outcome, sv.run, sv.splats,
+                                                        boot_tests, mine)]
+        problems += [prefix + p for p in _coverage_problems(sv, boot_tests)]
+    found = tuple(sp for sv in seen for sp in sv.splats)
+    for sp in found:
+        if sp.test in tests:
+            tests[sp.test] = _failed_by(tests[sp.test], sp)
+    order = {c.id: i for i, c in enumerate(expected)}
+    merged = sorted(tests.values(), key=lambda t: order.get(t.name, len(order)))
+    rerun = _rerun(seen[-1])
+    if rerun and len(boots) > CONTINUATION_BOOTS:
+        problems.append(f"{', '.join(rerun)} ran without lockdep in the last of the cell's "
+                        f"{len(boots)} boots: not covered ({CONTINUATION_BOOTS} continuation "
+                        "boots at most)")
+    infra = [p for sv in seen for p in sv.log.problems]
+    failed = [t for t in merged if t.status in FAILING]
+    outcomes = [sv.boot.outcome for sv in seen]
+    if any(o.timed_out for o in outcomes):
         status = Status.TIMEOUT
-    elif any(s.kind == "panic" for s in found):
+    elif any(sp.kind == "panic" for sp in found):
         status = Status.PANIC
     elif problems or failed:
         status = Status.FAIL
+    elif infra:
+        status = Status.ERROR
     else:
         status = Status.PASS
+    problems += infra
     reason = problems[0] if problems else (
         f"{len(failed)} test(s) failed: " + ", ".join(t.name for t in failed[:3]) if failed else "")
     # Rounded as results.json keeps it: a summary made from a merge of shards'
     # results.json (harness/merge.py) then prints the same tenths.
-    return CellResult(cell, accel, status, reason, round(outcome.duration_s, 2), found,
-                      tuple(tests), artifacts, run.ended, tuple(problems),
-                      timing_mod.parse(outcome.console, outcome.line_times))
+    return CellResult(cell, accel, status, reason,
+                      round(sum(o.duration_s for o in outcomes), 2), found,
+                      tuple(merged), artifacts, all(sv.run.ended for sv in seen),
+                      tuple(problems), _timing(seen),
+                      rerun if len(boots) <= CONTINUATION_BOOTS else (), len(boots))
+
+
+def _tests(sv: _Seen, expected: tuple[Case, ...],
+           known: Callable[[str], str | None]) -> list[TestResult]:
+    tests: list[TestResult] = []
+    seen = set()
+    for case in expected:
+        r = sv.run.case(case.suite, case.name)
+        seen.add((case.suite, case.name))
+        if r is None:
+            t = TestResult(case.id, Status.FAIL,
+                           _why_missing(sv.boot.outcome, sv.run, case.suite, list(sv.splats)))
+        else:
+            t = TestResult(case.id, r.status, r.reason, r.log)
+        tests.append(_expect(t, known(case.id), missing=r is None))
+    for suite in sv.run.suites:  # reported but not in the sources: still shown
+        for r in suite.cases:
+            if (suite.name, r.name) not in seen:
+                tests.append(TestResult(f"{suite.name}/{r.name}", r.status, r.reason, r.log))
+    return tests
+
+
+def _failed_by(t: TestResult, sp: Splat) -> TestResult:
+    """t, failed by a kernel report made while it ran."""
+    why = f"kernel splat: {sp.kind}: {sp.title}"
+    if t.status == Status.FAIL and t.reason:
+        why += f" (and it failed: {t.reason})"
+    return TestResult(t.name, Status.FAIL, why, t.log)
+
+
+def _coverage_problems(sv: _Seen, tests: list[TestResult]) -> list[str]:
+    """Lockdep lost without a report that says why, and cases whose
+    markers are missing from a whole kernel log."""
+    problems = []
+    cov = kernlog.coverage(sv.marks)
+    if cov.lost:
+        lo = (cov.on_until.time, cov.on_until.line) if cov.on_until else (-1.0, 0)
+        hi = (cov.off_from.time, cov.off_from.line)
+        why = [sp for sp in sv.splats if sp.kind.startswith(_LOCKDEP_KILLERS)
+               and sp.time is not None and lo < (sp.time, sp.line) <= hi]
+        if not why:
+            problems.append(f"lockdep went off {cov.where()} and no kernel report in the log "
+                            "says why: what ran after it was not checked for lock-order bugs")
+    if sv.log.from_dump and sv.run.ended:
+        begun = {m.name for m in sv.marks if m.what == "begin"}
+        unmarked = [t.name for t in tests if t.status == Status.PASS and t.name not in begun]
+        if unmarked:
+            problems.append(f"{len(unmarked)} case(s) passed without an 'ima_selftest: begin' "
+                            f"marker in the kernel log (first: {unmarked[0]}): a splat in "
+                            "them could not be attributed (selftests/ima_appraise/mark.h)")
+    return problems
+
+
+def _rerun(sv: _Seen) -> tuple[str, ...]:
+    """The programs of this boot to run again in a continuation boot: the
+    ones after the last that started with lockdep on, if lockdep went off
+    or the kernel panicked (never after a timeout: another would cost the
+    whole timeout again).  None if no program started with lockdep on:
+    another boot would lose it as early."""
+    cov = kernlog.coverage(sv.marks)
+    panicked = any(sp.kind == "panic" for sp in sv.splats)
+    if sv.boot.outcome.timed_out or not (cov.lost or panicked):
+        return ()
+    on = [i for i, p in enumerate(sv.boot.programs) if p in cov.started_on]
+    return sv.boot.programs[on[-1] + 1:] if on else ()
+
+
+def _timing(seen: list[_Seen]) -> timing_mod.CellTiming | None:
+    """The first boot's floor; each program's time from the last boot that
+    ran it."""
+    times = [timing_mod.parse(sv.boot.outcome.console, sv.boot.outcome.line_times)
+             for sv in seen]
+    if len(times) == 1:
+        return times[0]
+    programs: dict[str, timing_mod.ProgramTime] = {}
+    for t in times:
+        for p in t.programs:
+            programs[p.name] = p
+    return timing_mod.CellTiming(times[0].boot_s, tuple(programs.values()))
 
 
 def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat, ...],

@@ -18,6 +18,9 @@ lockdep "WARNING: ..." headline is never also a "warning".  Rules:
 - lockdep's "turning off the locking correctness validator." has no body and
   absorbs a "BUG:" line up to LOCKDEP_OFF_CAUSE lines before it, which is then
   the cause in its title (e.g. "BUG: MAX_LOCKDEP_ENTRIES too low!").
+  "Disabling lock debugging due to kernel taint" (add_taint()) turns lockdep
+  off too: it is a report of its own unless it comes within MAX_BODY lines
+  of another's headline (the KASAN report that tainted the kernel).
 
 Titles have symbol offsets ("+0x12/0x40") removed so they compare equal
 across builds.  A circular (or recursive) locking dependency is titled with
@@ -61,7 +64,8 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("lockdep-inconsistent", r"WARNING: inconsistent lock state"),
         ("lockdep-rcu", r"WARNING: suspicious RCU usage"),
         ("lockdep-other", _LOCKDEP_OTHER),
-        ("lockdep-off", r".*turning off the locking correctness validator"),
+        ("lockdep-off", r".*turning off the locking correctness validator"
+                        r"|Disabling lock debugging due to kernel taint"),
         ("kasan", r"BUG: KASAN: "),
         ("sleep-in-atomic", r"BUG: sleeping function called from invalid context"),
         ("bug", r"BUG: |[Kk]ernel BUG at "),
@@ -72,6 +76,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("panic", r"Kernel panic - not syncing: "),
     ))
 
+_TAINT_OFF = "Disabling lock debugging due to kernel taint"
 _BODY_END = re.compile(r"</TASK>|---\[ end trace|=====|-+\[ cut here \]")
 _OFFSET = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+")
 # "ffff888003f2c0a8 (&iint->mutex){+.+.}-{3:3}, at: process_measurement+0x2a5/0xa50"
@@ -83,6 +88,11 @@ class Splat:
     kind: str       # lockdep-circular, ..., bug, oops, warning, panic
     title: str      # one line naming it, timestamp stripped
     line: int       # 1-based line number of the headline in the console
+    time: float | None = None   # printk seconds of the headline
+    # Set by results.evaluate(): the case that was running ("<program>/
+    # <case>", None: boot, or between cases), and the console it is in.
+    test: str | None = None
+    console: str = "console.log"
 
 
 def _kernel_lines(console: str) -> list[tuple[int, str]]:
@@ -141,7 +151,7 @@ def scan(console: str) -> list[Splat]:
     """The splats in console: lockdep's first, each group in console order."""
     lines = _kernel_lines(console)
     splats = []
-    body_end = -1
+    body_end = last = -MAX_BODY - 1
     for i, (number, text) in enumerate(lines):
         kind = _classify(text)
         if kind is None or (i <= body_end and kind != "panic"):
@@ -149,6 +159,11 @@ def scan(console: str) -> list[Splat]:
         if kind == "bug" and any(_classify(t) == "lockdep-off"
                                  for _, t in lines[i + 1:i + 1 + LOCKDEP_OFF_CAUSE]):
             continue
+        # The taint of a report just made (KASAN, "BUG: Bad page state")
+        # turned lockdep off: part of that report.
+        if kind == "lockdep-off" and text.startswith(_TAINT_OFF) and i - last <= MAX_BODY:
+            continue
         splats.append(Splat(kind, _OFFSET.sub("", _title(kind, lines, i)), number))
+        last = i
         body_end = i if kind == "lockdep-off" else _body_end(lines, i)
     return sorted(splats, key=lambda s: not s.kind.startswith("lockdep-"))
