@@ -165,11 +165,14 @@ class Coverage:
 
     def where(self) -> str:
         """In words, where lockdep went off."""
-        if self.off_from is None:
+        off, on = self.off_from, self.on_until
+        if off is None:
             return ""
-        after = ("at boot, before any test" if self.on_until is None
-                 else f"after {self.on_until.what} {self.on_until.name}".rstrip())
-        return f"{after}, before {self.off_from.what} {self.off_from.name}".rstrip()
+        if on is None:
+            return "at boot, before the first test"
+        if off.what == "end" and on.what != "end":
+            return f"during {off.name}"
+        return f"between '{on.what} {on.name}'".rstrip() + f" and '{off.what} {off.name}'".rstrip()
 
 
 def coverage(ms: tuple[Mark, ...]) -> Coverage:

@@ -473,7 +473,8 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
             log(f"[{len(done):>3}/{len(cells)}] {result.cell.id:<40} {result.status:<7} "
                 f"{n['pass']} passed, {n['fail']} failed, {n['skip']} skipped"
                 + "".join(f", {n[k]} {k}" for k in (Status.XFAIL, Status.XPASS) if n[k])
-                + f" ({result.duration_s:.1f}s)"
+                + f" ({result.duration_s:.1f}s"
+                + (f", {result.boots} boots)" if result.boots > 1 else ")")
                 + (f"  {result.reason.splitlines()[0]}" if result.reason else ""))
 
     log(f"booting {len(cells)} cell(s), {jobs} at a time")
@@ -527,30 +528,54 @@ def program_times(cells: list[CellResult]) -> str:
 def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, accel: str,
                expected: tuple[Case, ...], run_dir: Path, build: Path,
                programs: tuple[str, ...] = ()) -> CellResult:
+    """Boots the cell, then again (continuation boots, at most
+    results.CONTINUATION_BOOTS) with only the programs that ran after
+    lockdep went off or the kernel panicked, until each ran with lockdep
+    on: every distinct splat costs one boot.  Boot n keeps console-n.log
+    and qemu-cmdline-n.sh."""
     out = run_dir / cell.id
     out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(kernel.config, out / "kernel.config")
+    (out / "patches.txt").write_text(kernel.patches)
+    variant = matrix.variants.get(cell.variant)
+
+    def known(name: str) -> str | None:
+        return variant.expected_failure(cell, name) if variant else None
+
+    if programs:
+        # Only their cases are expected.
+        expected = tuple(c for c in expected if c.suite in programs)
+    every = tuple(dict.fromkeys(c.suite for c in expected))
+    boots = [_boot_once(matrix, cell, kernel, initrd, accel, out, build, every, 1,
+                        select=bool(programs))]
+    result = results.evaluate_boots(cell, boots, expected, accel, out, known)
+    while result.rerun:
+        boots.append(_boot_once(matrix, cell, kernel, initrd, accel, out, build, result.rerun,
+                                len(boots) + 1, select=True))
+        result = results.evaluate_boots(cell, boots, expected, accel, out, known)
+    return result
+
+
+def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, accel: str,
+               out: Path, build: Path, programs: tuple[str, ...], n: int,
+               select: bool) -> results.Boot:
+    """Boot n of the cell, running programs (all of them unless select)."""
     disk = build / "scratch" / f"{cell.id}.img"
     # A UUID derived from the cell id: the same cell gets the same fsuuid=
     # rules run after run, which keeps logs comparable.
     fsuuid = str(uuidlib.UUID(bytes=hashlib.sha256(cell.id.encode()).digest()[:16], version=4))
     qemu.make_scratch_disk(disk, fsuuid)
     cmdline = f"{qemu.HARNESS_MARKER} {cell.cmdline()}"
-    if programs:
-        # The guest's init runs only these (initramfs/init), and only their
-        # cases are expected.
+    if select:
+        # The guest's init runs only these, in this order (initramfs/init).
         cmdline += f" {qemu.PROGRAMS_PARAM}={','.join(programs)}"
-        expected = tuple(c for c in expected if c.suite in programs)
     req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, initrd, disk, cmdline, accel,
                            matrix.memory, matrix.timeout)
-    (out / "qemu-cmdline.sh").write_text("#!/bin/sh\n# Boots this cell again by hand.\n"
-                                         + qemu.shell_quoted(qemu.command(req)) + "\n")
-    shutil.copyfile(kernel.config, out / "kernel.config")
-    (out / "patches.txt").write_text(kernel.patches)
-    outcome = qemu.boot(req, out / "console.log")
-    variant = matrix.variants.get(cell.variant)
-    return results.evaluate(
-        cell, outcome, expected, accel, out,
-        known=lambda name: variant.expected_failure(cell, name) if variant else None)
+    suffix = "" if n == 1 else f"-{n}"
+    (out / f"qemu-cmdline{suffix}.sh").write_text(
+        "#!/bin/sh\n# Boots this cell again by hand.\n" + qemu.shell_quoted(qemu.command(req)) + "\n")
+    console = f"console{suffix}.log"
+    return results.Boot(qemu.boot(req, out / console), programs, console)
 
 
 # ---- report -----------------------------------------------------------------

@@ -1,0 +1,247 @@
+"""The kernel log a guest dumps, the markers in it, and what the verdict
+makes of them: attribution of splats to cases, lockdep lost without a
+report, a log that cannot be proven whole, continuation boots."""
+from __future__ import annotations
+
+from harness import kernlog, results
+from harness.cases import Case
+from harness.matrix import Cell
+from harness.qemu import BootOutcome
+from harness.status import Status
+
+CELL = Cell("x86_64", "patched", "enforce", "custom")
+EXPECTED = (Case("open_test", "f.a"), Case("open_test", "f.b"), Case("fput_test", "g.c"),
+            Case("mmap_test", "h.d"))
+
+LOCKDEP = """\
+WARNING: possible circular locking dependency detected
+6.1.192 #1 Not tainted
+------------------------------------------------------
+fput_test/99 is trying to acquire lock:
+ffff888004b6d2a8 (&iint->mutex){+.+.}-{3:3}, at: process_measurement+0x2a5/0xa50
+
+but task is already holding lock:
+ffff888004a1b3d0 (&mm->mmap_lock){++++}-{3:3}, at: __vm_munmap+0x5b/0x130
+</TASK>"""
+
+
+def ktap(programs: dict[str, list[str]]) -> list[str]:
+    lines = ["<<< ima-selftest begin >>>", "TAP version 13", f"1..{len(programs)}"]
+    for i, (prog, cases) in enumerate(programs.items(), 1):
+        lines += [f"# selftests: ima_appraise: {prog}", "# TAP version 13", f"# 1..{len(cases)}"]
+        lines += [f"# ok {j} {c}" for j, c in enumerate(cases, 1)]
+        lines.append(f"ok {i} selftests: ima_appraise: {prog}")
+    return lines + ["<<< ima-selftest end rc=0 >>>"]
+
+
+def dump(records: list[str], first: int = 0, skip: int | None = None, rc: int = 0) -> list[str]:
+    """records, one a line, as kmsg-dump prints them (a second apart)."""
+    out = [kernlog.DUMP_BEGIN]
+    seq = first
+    for i, text in enumerate(records):
+        if seq == skip:
+            seq += 1
+        out.append(f"kmsg {seq},4 [{i + 1:5d}.000000] {text}")
+        seq += 1
+    return out + [f"<<< ima-selftest kmsg end rc={rc} >>>"]
+
+
+def run_records(lockdep_off_in: str | None = None, splat: bool = True) -> list[str]:
+    """A boot of EXPECTED's programs; lockdep goes off in that case."""
+    recs = ["Linux version 6.1.192"]
+    state = "on"
+    for prog in dict.fromkeys(c.suite for c in EXPECTED):
+        recs.append(f"ima_selftest: start {prog} lockdep={state}")
+        for c in (c for c in EXPECTED if c.suite == prog):
+            recs.append(f"ima_selftest: begin {c.id}")
+            if c.id == lockdep_off_in:
+                if splat:
+                    recs += LOCKDEP.split("\n")
+                state = "off"
+            recs.append(f"ima_selftest: end {c.id} lockdep={state}")
+        recs.append(f"ima_selftest: done {prog} lockdep={state}")
+    return recs + [f"ima_selftest: finished lockdep={state}"]
+
+
+def console(records: list[str], **kw) -> str:
+    programs: dict[str, list[str]] = {}
+    for c in EXPECTED:
+        programs.setdefault(c.suite, []).append(c.name)
+    return "\n".join(ktap(programs) + dump(records, **kw)) + "\n"
+
+
+def outcome(text: str) -> BootOutcome:
+    return BootOutcome(text, 0, False, 10.0, ())
+
+
+def test_a_whole_dump_is_the_kernel_log() -> None:
+    log = kernlog.read(console(run_records()))
+    assert log.from_dump and not log.problems
+    assert log.lines[0].seq == 0 and log.lines[0].text == "Linux version 6.1.192"
+    # Only the dump's lines are left to scan, at their console line numbers.
+    text = log.scan_text.split("\n")
+    assert text[log.lines[0].number - 1].endswith("Linux version 6.1.192")
+    assert not any(t.startswith("#") for t in text)
+
+
+def test_a_wrapped_log_is_an_infrastructure_problem_of_a_passing_cell() -> None:
+    log = kernlog.read(console(run_records(), first=7))
+    assert not log.from_dump
+    assert log.problems == ("the kernel log wrapped: its oldest record is #7, records #0 to "
+                            "#6 were overwritten (raise CONFIG_LOG_BUF_SHIFT)",)
+    r = results.evaluate(CELL, outcome(console(run_records(), first=7)), EXPECTED, "tcg")
+    assert r.status == Status.ERROR and "wrapped" in r.reason
+
+
+def test_lost_and_truncated_records_are_problems() -> None:
+    assert kernlog.read(console(run_records(), skip=3)).problems == (
+        "1 kernel log record(s) lost while the log was read (first after #2)",)
+    cut = console(run_records()).rsplit("\n", 3)[0]
+    assert kernlog.read(cut).problems[0].startswith("the kernel log dump stopped before its end")
+    assert kernlog.read(console(run_records(), rc=1)).problems[0].startswith("kmsg-dump failed")
+
+
+def test_without_a_dump_the_consoles_kernel_lines_stand_in() -> None:
+    text = "[    1.500000] ima_selftest: begin open_test/f.a\n# ok 1 f.a\n"
+    log = kernlog.read(text)
+    assert not log.from_dump and not log.problems
+    assert kernlog.marks(log)[0] == kernlog.Mark(1, 1.5, "begin", "open_test/f.a", None)
+
+
+def test_a_splat_fails_the_case_that_was_running_with_its_title() -> None:
+    r = results.evaluate(CELL, outcome(console(run_records("fput_test/g.c"))), EXPECTED, "tcg")
+    (sp,) = r.splats
+    assert (sp.kind, sp.test) == ("lockdep-circular", "fput_test/g.c")
+    assert sp.time is not None
+    assert r.test("fput_test/g.c").status == Status.FAIL
+    assert r.test("fput_test/g.c").reason == f"kernel splat: lockdep-circular: {sp.title}"
+    assert r.test("open_test/f.b").status == Status.PASS
+    assert r.status == Status.FAIL
+    assert r.to_json()["splats"][0]["test"] == "fput_test/g.c"
+
+
+def test_a_splat_between_cases_is_nobodys() -> None:
+    recs = run_records()
+    at = recs.index("ima_selftest: end open_test/f.a lockdep=on") + 1
+    recs[at:at] = ["WARNING: CPU: 0 PID: 1 at fs/inode.c:10 iput+0x1/0x2"]
+    r = results.evaluate(CELL, outcome(console(recs)), EXPECTED, "tcg")
+    (sp,) = r.splats
+    assert sp.test is None
+    assert all(t.status == Status.PASS for t in r.tests)
+
+
+def test_a_case_without_its_end_marker_runs_to_the_next_marker() -> None:
+    recs = run_records()
+    recs.remove("ima_selftest: end open_test/f.b lockdep=on")
+    at = recs.index("ima_selftest: done open_test lockdep=on")
+    recs[at:at] = ["BUG: kernel NULL pointer dereference, address: 0000000000000000"]
+    r = results.evaluate(CELL, outcome(console(recs)), EXPECTED, "tcg")
+    assert [sp.test for sp in r.splats] == ["open_test/f.b"]
+
+
+def test_lockdep_lost_without_a_report_fails_the_cell() -> None:
+    recs = run_records("fput_test/g.c", splat=False)
+    r = results.evaluate(CELL, outcome(console(recs)), EXPECTED, "tcg")
+    assert r.status == Status.FAIL
+    assert r.reason == ("lockdep went off during fput_test/g.c "
+                        "and no kernel report in the log says why: what ran after it was not "
+                        "checked for lock-order bugs")
+
+
+def test_lockdep_lost_by_a_report_asks_for_the_programs_after_it() -> None:
+    recs = run_records("fput_test/g.c")
+    r = results.evaluate(CELL, outcome(console(recs)), EXPECTED, "tcg")
+    assert r.rerun == ("mmap_test",)
+    assert not any("no kernel report" in p for p in r.problems)
+    # Lost in the last program: nothing left to run again.
+    recs = run_records("mmap_test/h.d")
+    assert results.evaluate(CELL, outcome(console(recs)), EXPECTED, "tcg").rerun == ()
+
+
+def test_lockdep_off_before_the_first_program_asks_for_nothing() -> None:
+    recs = [r.replace("lockdep=on", "lockdep=off") for r in run_records()]
+    recs[1:1] = ["BUG: MAX_LOCKDEP_ENTRIES too low!",
+                 "turning off the locking correctness validator."]
+    r = results.evaluate(CELL, outcome(console(recs)), EXPECTED, "tcg")
+    assert r.rerun == ()
+    assert [sp.kind for sp in r.splats] == ["lockdep-off"]
+    assert r.splats[0].test is None
+
+
+def test_continuation_boots_merge_into_one_cell() -> None:
+    first = results.Boot(outcome(console(run_records("open_test/f.b"))),
+                         ("open_test", "fput_test", "mmap_test"))
+    again = [r for r in run_records("fput_test/g.c") if "open_test" not in r]
+    later = "\n".join(ktap({"fput_test": ["g.c"], "mmap_test": ["h.d"]}) + dump(again)) + "\n"
+    second = results.Boot(outcome(later), ("fput_test", "mmap_test"), "console-2.log")
+    r = results.evaluate_boots(CELL, [first, second], EXPECTED, "tcg")
+    assert [(sp.test, sp.console) for sp in r.splats] == [("open_test/f.b", "console.log"),
+                                                          ("fput_test/g.c", "console-2.log")]
+    assert [t.status for t in r.tests] == [Status.PASS, Status.FAIL, Status.FAIL, Status.PASS]
+    assert r.rerun == ("mmap_test",) and r.boots == 2 and r.duration_s == 20.0
+
+
+def test_a_case_that_passed_without_markers_is_a_problem() -> None:
+    recs = [r for r in run_records() if "begin open_test/f.a" not in r]
+    r = results.evaluate(CELL, outcome(console(recs)), EXPECTED, "tcg")
+    assert r.status == Status.FAIL
+    assert r.reason.startswith("1 case(s) passed without an 'ima_selftest: begin' marker "
+                               "in the kernel log (first: open_test/f.a)")
+
+
+def test_disabling_lock_debugging_is_lockdep_off_unless_a_report_just_caused_it() -> None:
+    from harness import splats
+    alone = splats.scan("[    1.000000] Disabling lock debugging due to kernel taint\n")
+    assert [(s.kind, s.title) for s in alone] == [
+        ("lockdep-off", "Disabling lock debugging due to kernel taint")]
+
+
+def test_the_runner_boots_again_for_the_programs_that_ran_without_lockdep(
+        tmp_path, monkeypatch) -> None:
+    from pathlib import Path
+
+    from harness import matrix, qemu, runner
+    from harness.runner import BuiltKernel
+
+    repo = Path(__file__).parents[2]
+    m = matrix.load(repo / "matrix.yaml", archs="x86_64", variants="patched", modes="enforce",
+                    policies="custom", hashes="sha1", setattr="remove")
+    (cell,) = m.cells
+    every = ("open_test", "fput_test", "mmap_test")
+    # Boot 1 loses lockdep in open_test, boot 2 in fput_test, boot 3 runs mmap_test.
+    plan = {every: run_records("open_test/f.b"),
+            every[1:]: [r for r in run_records("fput_test/g.c") if "open_test" not in r],
+            every[2:]: [r for r in run_records() if "mmap_test" in r]}
+    asked = []
+
+    def boot(req: qemu.BootRequest, console_log: Path) -> qemu.BootOutcome:
+        progs = tuple(qemu.kernel_cmdline(req).split(f"{qemu.PROGRAMS_PARAM}=")[1].split(",")) \
+            if qemu.PROGRAMS_PARAM in req.cmdline else every
+        asked.append((progs, console_log.name))
+        cases = {p: [c.name for c in EXPECTED if c.suite == p] for p in progs}
+        text = "\n".join(ktap(cases) + dump(plan[progs])) + "\n"
+        console_log.write_text(text)
+        return qemu.BootOutcome(text, 0, False, 5.0, ())
+
+    monkeypatch.setattr(qemu, "boot", boot)
+    monkeypatch.setattr(qemu, "make_scratch_disk", lambda path, uuid: None)
+    for name in ("bzImage", "config", "initrd"):
+        (tmp_path / name).write_text(name)
+    kernel = BuiltKernel(tmp_path / "bzImage", tmp_path / "config", "variant patched\n")
+    r = runner._boot_cell(m, cell, kernel, tmp_path / "initrd", "tcg", EXPECTED, tmp_path,
+                          tmp_path)
+    assert asked == [(every, "console.log"), (every[1:], "console-2.log"),
+                     (every[2:], "console-3.log")]
+    assert [(sp.test, sp.console) for sp in r.splats] == [("open_test/f.b", "console.log"),
+                                                          ("fput_test/g.c", "console-2.log")]
+    assert (r.boots, r.rerun, r.status) == (3, (), Status.FAIL)
+    assert (tmp_path / cell.id / "qemu-cmdline-3.sh").is_file()
+
+    # With one continuation boot, mmap_test stays uncovered, and says so.
+    monkeypatch.setattr(results, "CONTINUATION_BOOTS", 1)
+    asked.clear()
+    r = runner._boot_cell(m, cell, kernel, tmp_path / "initrd", "tcg", EXPECTED, tmp_path,
+                          tmp_path)
+    assert len(asked) == 2 and r.rerun == ()
+    assert "mmap_test ran without lockdep in the last of the cell's 2 boots: not covered " \
+        "(1 continuation boots at most)" in r.problems
