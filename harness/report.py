@@ -105,8 +105,10 @@ def rows(run_dir: Path, doc: dict) -> list[Row]:
                 if cell.get("splats") and console.is_file() else None)
         href = quote(cell["id"])
         links = [(name, f"{href}/{quote(name)}") for name in ARTIFACTS if (d / name).is_file()]
-        # Splat files a runner may keep next to the console.
-        links += [(p.name, f"{href}/{quote(p.name)}") for p in sorted(d.glob("splat*"))
+        # Splat files a runner may keep next to the console, and the
+        # consoles of continuation boots (console-2.log, ...).
+        links += [(p.name, f"{href}/{quote(p.name)}")
+                  for p in sorted(d.glob("splat*")) + sorted(d.glob("console-*.log"))
                   if p.is_file()]
         # Per-program seconds: "timing": {"programs": {name: s}} (harness/timing.py).
         seconds = (cell.get("timing") or {}).get("programs") or {}

@@ -215,6 +215,12 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
     order = {c.id: i for i, c in enumerate(expected)}
     merged = sorted(tests.values(), key=lambda t: order.get(t.name, len(order)))
     rerun = _rerun(seen[-1])
+    stopper = _stopper(seen)
+    if rerun and stopper:
+        problems.append(f"{', '.join(rerun)} ran without lockdep: boot {len(boots)} lost it "
+                        f"again to {stopper.kind}: {stopper.title}, reported by an earlier "
+                        "boot; another boot would only show it again")
+        rerun = ()
     if rerun and len(boots) > CONTINUATION_BOOTS:
         problems.append(f"{', '.join(rerun)} ran without lockdep in the last of the cell's "
                         f"{len(boots)} boots: not covered ({CONTINUATION_BOOTS} continuation "
@@ -278,11 +284,7 @@ def _coverage_problems(sv: _Seen, tests: list[TestResult]) -> list[str]:
     problems = []
     cov = kernlog.coverage(sv.marks)
     if cov.lost:
-        lo = (cov.on_until.time, cov.on_until.line) if cov.on_until else (-1.0, 0)
-        hi = (cov.off_from.time, cov.off_from.line)
-        why = [sp for sp in sv.splats if sp.kind.startswith(_LOCKDEP_KILLERS)
-               and sp.time is not None and lo < (sp.time, sp.line) <= hi]
-        if not why:
+        if not _loss_splats(sv):
             problems.append(f"lockdep went off {cov.where()} and no kernel report in the log "
                             "says why: what ran after it was not checked for lock-order bugs")
     if sv.log.from_dump and sv.run.ended:
@@ -293,6 +295,18 @@ def _coverage_problems(sv: _Seen, tests: list[TestResult]) -> list[str]:
                             f"marker in the kernel log (first: {unmarked[0]}): a splat in "
                             "them could not be attributed (selftests/ima_appraise/mark.h)")
     return problems
+
+
+def _loss_splats(sv: _Seen) -> list[Splat]:
+    """The reports that can have turned lockdep off where this boot's
+    markers saw it go off."""
+    cov = kernlog.coverage(sv.marks)
+    if cov.off_from is None:
+        return []
+    lo = (cov.on_until.time, cov.on_until.line) if cov.on_until else (-1.0, 0)
+    hi = (cov.off_from.time, cov.off_from.line)
+    return [sp for sp in sv.splats if sp.kind.startswith(_LOCKDEP_KILLERS)
+            and sp.time is not None and lo < (sp.time, sp.line) <= hi]
 
 
 def _rerun(sv: _Seen) -> tuple[str, ...]:
@@ -307,6 +321,14 @@ def _rerun(sv: _Seen) -> tuple[str, ...]:
         return ()
     on = [i for i, p in enumerate(sv.boot.programs) if p in cov.started_on]
     return sv.boot.programs[on[-1] + 1:] if on else ()
+
+
+def _stopper(seen: list[_Seen]) -> Splat | None:
+    """The report that ended the last boot's coverage, if an earlier boot
+    reported it already (a regression hit by every program)."""
+    earlier = {(sp.kind, sp.title) for sv in seen[:-1] for sp in sv.splats}
+    last = _loss_splats(seen[-1]) or [sp for sp in seen[-1].splats if sp.kind == "panic"]
+    return next((sp for sp in last if (sp.kind, sp.title) in earlier), None)
 
 
 def _timing(seen: list[_Seen]) -> timing_mod.CellTiming | None:
