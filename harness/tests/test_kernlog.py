@@ -260,3 +260,30 @@ def test_no_continuation_when_a_boot_loses_lockdep_to_a_report_already_seen() ->
     assert any(p.startswith("mmap_test ran without lockdep: boot 2 lost it again to "
                             "lockdep-circular: possible circular locking dependency")
                for p in r.problems)
+
+
+# ---- consoles recorded from real guests -------------------------------------
+
+DATA = __import__("pathlib").Path(__file__).parent / "test_data"
+
+
+def test_real_whole_cell_log_is_whole_and_marks_every_case() -> None:
+    # x86_64 stock, enforce-custom, every program (2026-12-03, LOG_BUF_SHIFT=20).
+    text = (DATA / "real_x86_64_stock_enforce_custom_whole_log.log").read_text()
+    log = kernlog.read(text)
+    assert log.from_dump and not log.problems
+    assert (log.lines[0].seq, log.lines[-1].seq) == (0, 751)
+    assert log.lines[0].text.startswith("Linux version 6.1.192")
+    ms = kernlog.marks(log)
+    begun = [m.name for m in ms if m.what == "begin"]
+    assert len(begun) == len(set(begun)) == 145
+    assert "sig_test/global.ima_keyring_refuses_self_signed_cert" in begun
+    # A fixture without variants (its setup got no variant data), and one with.
+    assert "overlay_test/overlay_lower.changed_behind_overlay" in begun
+    assert "open_test/open_file.wrong_hash.read" in begun
+    started = [m.name for m in ms if m.what == "start"]
+    assert len(started) == 17 and started[0] == "open_test"
+    assert all(m.lockdep == "on" for m in ms if m.lockdep)
+    assert ms[-1] == kernlog.Mark(ms[-1].line, ms[-1].time, "finished", "", "on")
+    cov = kernlog.coverage(ms)
+    assert not cov.lost and len(cov.started_on) == 17
