@@ -75,7 +75,8 @@ FIXTURE_SETUP(lockwalk)
 	char path[PATH_MAX];
 
 	self->lockdep_before = -1;
-	if (ima_env_setup(_metadata, &self->env, "lockwalk", file_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "lockwalk",
+			  file_name))
 		return;
 	self->page = sysconf(_SC_PAGESIZE);
 	self->old = page_of(_metadata, self->page, "lockwalk OLD\n", 'o');
