@@ -319,7 +319,9 @@ def _rerun(sv: _Seen) -> tuple[str, ...]:
     panicked = any(sp.kind == "panic" for sp in sv.splats)
     if sv.boot.outcome.timed_out or not (cov.lost or panicked):
         return ()
-    on = [i for i, p in enumerate(sv.boot.programs) if p in cov.started_on]
+    # After a panic alone (lockdep on, or not built in), whatever started.
+    ran = cov.started_on if cov.lost else {m.name for m in sv.marks if m.what == "start"}
+    on = [i for i, p in enumerate(sv.boot.programs) if p in ran]
     return sv.boot.programs[on[-1] + 1:] if on else ()
 
 

@@ -287,3 +287,17 @@ def test_real_whole_cell_log_is_whole_and_marks_every_case() -> None:
     assert ms[-1] == kernlog.Mark(ms[-1].line, ms[-1].time, "finished", "", "on")
     cov = kernlog.coverage(ms)
     assert not cov.lost and len(cov.started_on) == 17
+
+
+def test_a_panic_asks_for_the_programs_that_never_started() -> None:
+    recs = [r for r in run_records() if "fput_test" not in r and "mmap_test" not in r
+            and "finished" not in r]
+    recs.remove("ima_selftest: end open_test/f.b lockdep=on")
+    recs.remove("ima_selftest: done open_test lockdep=on")
+    recs += ["Kernel panic - not syncing: hung_task: blocked tasks"]
+    text = "\n".join(ktap({"open_test": ["f.a"]})[:-1]) + "\n" + "\n".join(
+        f"[{i + 1:5d}.000000] {r}" for i, r in enumerate(recs)) + "\n"
+    r = results.evaluate(CELL, BootOutcome(text, 0, False, 10.0, ()), EXPECTED, "tcg")
+    assert r.status == Status.PANIC
+    assert r.rerun == ("fput_test", "mmap_test")
+    assert [(sp.kind, sp.test) for sp in r.splats] == [("panic", "open_test/f.b")]
