@@ -31,6 +31,13 @@ names everything relative to it), then boot one shard of its cells per
 machine (the same partition on every machine: longest expected first,
 balanced), each writing build/results/<run-id>/ as `make run` does.
 
+    /usr/bin/python3 -m harness bisect-run --splat TEXT | --test CASE [--archs ...] [-k EXPR]
+
+builds the kernel tree in the current directory (or --kernel-tree) as the
+variant "local", boots the chosen cells and exits as `git bisect run`
+wants: 0 good, 1 bad, 125 cannot tell, 128 stop (harness/bisect.py);
+scripts/bisect-run is this command for `git bisect run`.
+
 Exit status: 0 every cell passed, 1 a test failed (a cell failed, timed
 out or panicked), 2 an infrastructure error (bad input, a kernel that did
 not build, a guest that could not start, an interrupted run).
@@ -44,7 +51,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import (cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, results,
+from . import (bisect, cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, results,
                runner)
 from .archs import ARCHS
 from .errors import HarnessError
@@ -56,6 +63,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["bisect-run"]:
+        # Its own parser: its exit statuses are git bisect run's.
+        return bisect.main(argv[1:], REPO)
     parser = argparse.ArgumentParser(prog="python3 -m harness")
     sub = parser.add_subparsers(dest="command", required=True)
     st = sub.add_parser("selftests", help="build build/selftests/<arch>/")

@@ -162,6 +162,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = runner.EXIT_INFRASTRUCTURE
 
 
+def run_of(config: pytest.Config) -> runner.RunResult | None:
+    """The matrix run of a session, None if none ran (harness/bisect.py)."""
+    return config.stash.get(_RUN, None)
+
+
 class MatrixRun:
     def __init__(self, config: pytest.Config) -> None:
         self.error = config.stash.get(_ERROR, None)

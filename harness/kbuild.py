@@ -29,10 +29,10 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import kconfig
+from . import kconfig, ktree
 from .subproc import clean_env
 from .archs import Arch
 from .errors import BuildError, ConfigError, DependencyError
@@ -145,14 +145,17 @@ def _files_of(patch: Path) -> set[str]:
 
 def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
                  log: Path, copies: Path | None = None,
-                 lenient: tuple[Path, ...] = (), always_copy: bool = False) -> Path:
+                 lenient: tuple[Path, ...] = (), always_copy: bool = False,
+                 overlay: ktree.Overlay | None = None) -> Path:
     """A copy of the pristine tree, made under copies (default: next to it),
     with the patches applied; the pristine tree itself when there are none,
     unless always_copy (the workspace: its build must keep one tree path).
     Patches in lenient (someone's EXTRA_PATCHES, written against the plain
     tree) may apply with fuzz where our series changed their context; the
-    series itself must apply exactly, as git am would."""
-    if not patches and not always_copy:
+    series itself must apply exactly, as git am would.  overlay's files (a
+    tree of one's own that differs from pristine in these) replace the
+    pristine ones, after the patches."""
+    if not patches and not overlay and not always_copy:
         return pristine
     copies = copies or pristine.parent
     dest = copies / f"linux-{variant}"
@@ -161,8 +164,10 @@ def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
     # not be patched over by a copy of the old one.
     origin = (pristine / "Makefile").stat()
     origin_id = f"origin {pristine} {origin.st_ino} {origin.st_mtime_ns}"
-    want = _digest(origin_id, *(p.name + "\n" + p.read_text(errors="replace") for p in patches))
-    touched: set[str] = set().union(*(_files_of(p) for p in patches))
+    want = _digest(origin_id, *(p.name + "\n" + p.read_text(errors="replace") for p in patches),
+                   *((f"overlay {overlay.tree} {overlay.digest()}",) if overlay else ()))
+    touched: set[str] = set().union(*(_files_of(p) for p in patches),
+                                    overlay.files if overlay else ())
     previous: set[str] = set()
     same_origin = False
     if stamp.is_file():
@@ -189,6 +194,13 @@ def patched_tree(pristine: Path, variant: str, patches: tuple[Path, ...],
     staging.mkdir(parents=True, exist_ok=True)
     for patch in patches:
         _apply(patch, staging, variant, pristine, log, patch in lenient)
+    for rel in overlay.files if overlay else ():
+        src, new = overlay.tree / rel, staging / rel
+        new.unlink(missing_ok=True)
+        if src.is_file():
+            new.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, new)
+            shutil.copymode(src, new)
     # Until the files are in, the stamp names every file to restore, so an
     # interrupted turn is undone next time.
     stamp.write_text("dirty\n" + origin_id + "\n" + "\n".join(sorted(restore)) + "\n")
@@ -300,7 +312,10 @@ WORKSPACE = "workspace"
 
 
 def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False,
-                 lenient: tuple[Path, ...] = ()) -> tuple[Kernel, int]:
+                 lenient: tuple[Path, ...] = (),
+                 overlay: ktree.Overlay | None = None) -> tuple[Kernel, int]:
+    """With overlay (k.tree is Debian's tree plus a few changed files, see
+    ktree), a turn of the workspace on overlay.base."""
     own_out_dir(k.out)
     log = build / "logs" / f"kernel-{k.arch.name}-{k.variant}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -308,6 +323,9 @@ def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False,
     if not (k.tree / "Makefile").is_file() or not (k.tree / "Kconfig").is_file():
         raise BuildError(f"{k.tree} is not a kernel source tree (no Makefile/Kconfig there); "
                          f"check the tree of variant {k.variant!r}")
+    if overlay:
+        return _build_in_workspace(build, replace(k, tree=overlay.base), jobs, log, lenient,
+                                   overlay)
     if workspace:
         return _build_in_workspace(build, k, jobs, log, lenient)
     tree = patched_tree(k.tree, k.variant, k.patches, log, build / "src", lenient)
@@ -318,10 +336,12 @@ def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False,
 
 
 def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
-                        lenient: tuple[Path, ...]) -> tuple[Kernel, int]:
+                        lenient: tuple[Path, ...],
+                        overlay: ktree.Overlay | None = None) -> tuple[Kernel, int]:
     origin = (k.tree / "Makefile").stat()
     want = _digest(f"{k.tree} {origin.st_ino} {origin.st_mtime_ns}",
                    *(p.name + "\n" + p.read_text(errors="replace") for p in k.patches),
+                   *((f"overlay {overlay.tree} {overlay.digest()}",) if overlay else ()),
                    *(f.read_text() for f in k.fragments),
                    # Files the fragments name (the test CA): the .config
                    # text stays the same when they change.
@@ -332,7 +352,7 @@ def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
         return Kernel(k.arch, k.variant, build / "src" / f"linux-{WORKSPACE}", k.out,
                       k.patches, k.fragments), 0
     tree = patched_tree(k.tree, WORKSPACE, k.patches, log, build / "src", lenient,
-                        always_copy=True)
+                        always_copy=True, overlay=overlay)
     ws = Kernel(k.arch, WORKSPACE, tree, build / "kernel" / f"{k.arch.name}-{WORKSPACE}",
                 k.patches, k.fragments)
     own_out_dir(ws.out)

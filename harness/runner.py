@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import initramfs, kbuild, keys, qemu, report, results, timing
+from . import initramfs, kbuild, keys, ktree, qemu, report, results, timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
@@ -67,6 +67,8 @@ class Artifacts:
     initrds: dict[str, Path] = field(default_factory=dict)
     broken: dict[tuple[str, str], str] = field(default_factory=dict)   # why it cannot boot
     builds: list[dict] = field(default_factory=list)
+    # Per variant built from a git tree of one's own: its describe and commit.
+    trees: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -150,6 +152,8 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
     def stages(rr: RunResult) -> None:
         art = build_stage(matrix, cells, repo, build, make_jobs or _cpus(), rr.timings, log)
         rr.builds = art.builds
+        if art.trees:
+            rr.meta["kernel_trees"] = art.trees
         expected_s = expected_seconds(cells, build)
         with _Timer(rr.timings, "boot"):
             boot_stage(matrix, cells, art, expected, rr.run_dir, build, jobs or _cpus(),
@@ -243,37 +247,49 @@ def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str], pristine
     built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
     for v, k in plan.items():
         if k.out not in built:
-            built[k.out] = _build_one(matrix, build, k, make_jobs, timings, art, log)
+            built[k.out] = _build_one(matrix, build, k, make_jobs, timings, art, log, pristine)
         outcome = built[k.out]
         if isinstance(outcome, str):
             art.broken[(arch_name, v)] = outcome
             continue
         if v != k.variant:
             kbuild.link_alias(build, arch, v, outcome)
+        tree = art.trees.get(k.variant)
         art.kernels[(arch_name, v)] = BuiltKernel(
             outcome.image, outcome.config,
-            f"variant {v}: {outcome.tree}\n"
+            (f"variant {v}: {tree['path']} at {tree['describe']} ({tree['commit']})\n"
+             if tree else f"variant {v}: {outcome.tree}\n")
             + "".join(f"{p}  sha256:{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
                       for p in outcome.patches))
 
 
 def _build_one(matrix: Matrix, build: Path, k: kbuild.Kernel, make_jobs: int,
-               timings: dict[str, float], art: Artifacts, log: Log) -> kbuild.Kernel | str:
+               timings: dict[str, float], art: Artifacts, log: Log,
+               pristine: Path) -> kbuild.Kernel | str:
     name = f"{k.arch.name}-{k.variant}"
+    v = matrix.variants[k.variant]
+    overlay = None
+    if v.tree is not None:
+        if tree_id := ktree.identify(v.tree):
+            art.trees[v.name] = tree_id.to_json()
+            log(f"kernel {name}: {v.tree} at {tree_id.describe} ({tree_id.commit})")
+        overlay, how = ktree.overlay(pristine, v.tree)
+        log(f"kernel {name}: {how}")
     log(f"kernel {name}: building ({len(k.patches)} patch(es)) ...")
     t = time.monotonic()
-    v = matrix.variants[k.variant]
     try:
         with _Timer(timings, f"kernel:{name}"):
             # Only EXTRA_PATCHES may need fuzz: our own patches apply exactly.
             done, compiled = kbuild.build_kernel(
                 build, k, make_jobs, workspace=in_workspace(v),
-                lenient=v.patches if v.name == matrix_mod.EXTRA_VARIANT else ())
+                lenient=v.patches if v.name == matrix_mod.EXTRA_VARIANT else (),
+                overlay=overlay)
     except HarnessError as e:
         log(f"kernel {name}: FAILED\n{e}")
         return str(e)
     secs = time.monotonic() - t
-    art.builds.append({"kernel": name, "compiled_objects": compiled, "seconds": round(secs, 1)})
+    art.builds.append({"kernel": name, "compiled_objects": compiled, "seconds": round(secs, 1),
+                       **({"tree": art.trees[v.name]} if v.name in art.trees else {})})
     log(f"kernel {name}: {compiled} object(s) compiled in {secs:.0f}s")
     return done
 
