@@ -7,6 +7,8 @@
 #   make run KERNEL_TREE=~/src/linux               your own kernel tree, as variant "local"
 #   make run EXTRA_PATCHES="a.patch b.patch"       patched + these patches, as variant "extra"
 #   make mutants                                   every known-bad patch must be caught
+#   make bisect KERNEL_TREE=~/linux GOOD=v6.1.100 BAD=HEAD SPLAT=lockdep-circular
+#                                                  git bisect run a splat (or TEST=) in your tree
 #
 # Build output goes to build/ (kernel tree, kernels, initramfs, results).
 
@@ -32,7 +34,8 @@ matrix_args = $(if $(K),-k '$(K)') $(axis_args) \
 	$(if $(ACCEL),--accel=$(ACCEL)) $(if $(KERNEL_TREE),--kernel-tree=$(KERNEL_TREE)) \
 	$(if $(EXTRA_PATCHES),--extra-patches='$(EXTRA_PATCHES)') --build-dir=$(BUILD)
 
-.PHONY: help deps run unit check mutants regressions selftests bench clean distclean
+.PHONY: help deps run unit check bisect-check bisect mutants regressions selftests bench \
+	clean distclean
 
 help:
 	@echo 'Targets:'
@@ -41,6 +44,13 @@ help:
 	@echo '             cell per arch x variant x mode x policy, every hash and setattr'
 	@echo '             value, the cells mutants are caught in (what CI runs)'
 	@echo '  unit       unit tests of the harness only (no QEMU)'
+	@echo '  bisect     git bisect run in KERNEL_TREE from GOOD to BAD, each step built as'
+	@echo '             variant "local" and booted in the selected cells (narrow them: ARCHS='
+	@echo '             MODES= POLICIES= K=); bad when SPLAT= (title, signature or kind) is'
+	@echo '             printed or TEST= (<program>/<case>) fails.  The command it hands to'
+	@echo '             git bisect run is scripts/bisect-run (exit 0/1/125, 128 stops)'
+	@echo '  bisect-check  the proof that bisect works (in check): a git repository of'
+	@echo '             Debian'"'"'s tree with a known lockdep regression among five commits'
 	@echo '  mutants    boot every known-bad patch of kernel-patches/regressions on top of'
 	@echo '             the series (x86_64 unless ARCHS=; MUTANTS=<names> picks some);'
 	@echo '             fails unless each is caught as its Caught-by: trailers say'
@@ -54,6 +64,7 @@ help:
 	@echo '           ACCEL=auto|tcg|kvm V=1 BUILD=<dir>'
 	@echo '           KERNEL_TREE=<your kernel source tree>: boot it as variant "local"'
 	@echo '           EXTRA_PATCHES="a.patch b.patch": boot patched + these as variant "extra"'
+	@echo '           GOOD= BAD= SPLAT= TEST=: what make bisect bisects, and for what'
 
 deps:
 	$(Q)DEBDIR=$(BUILD)/debs/arm64 sh scripts/deps.sh
@@ -66,7 +77,25 @@ unit: deps
 	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider harness/tests
 
 check: unit
+	$(Q)$(MAKE) --no-print-directory bisect-check
 	$(Q)$(MAKE) --no-print-directory run TIER=$(or $(TIER),covering)
+
+bisect-check: deps
+	$(Q)$(PYTHON) -m harness.bisect_check --build-dir=$(BUILD)
+
+# git bisect run's exit statuses pass through scripts/bisect-run, not make.
+bisect_args = $(if $(SPLAT),--splat='$(SPLAT)') $(if $(TEST),--test='$(TEST)') \
+	$(axis_args) $(if $(K),-k '$(K)') $(if $(JOBS),--jobs=$(JOBS)) \
+	$(if $(MAKE_JOBS),--make-jobs=$(MAKE_JOBS)) $(if $(ACCEL),--accel=$(ACCEL)) \
+	--build-dir=$(abspath $(BUILD))
+
+bisect: deps
+	$(Q)test -n "$(KERNEL_TREE)" -a -n "$(GOOD)" -a -n "$(BAD)" -a -n "$(SPLAT)$(TEST)" || \
+		{ echo 'make bisect needs KERNEL_TREE=, GOOD=, BAD= and SPLAT= or TEST='; exit 2; }
+	$(Q)git -C '$(KERNEL_TREE)' bisect start '$(BAD)' '$(GOOD)'
+	$(Q)git -C '$(KERNEL_TREE)' bisect run $(CURDIR)/scripts/bisect-run $(bisect_args)
+	$(Q)git -C '$(KERNEL_TREE)' bisect log | tail -n 3
+	@echo 'the tree is left at the bisection; end it with: git -C $(KERNEL_TREE) bisect reset'
 
 mutants: deps
 	$(Q)$(PYTHON) -m harness mutants --build-dir=$(BUILD) \

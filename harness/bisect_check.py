@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -150,6 +151,24 @@ def commits(repo: Path) -> list[tuple[str, str]]:
 
 
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit$", re.M)
+# bisect-run's own lines (harness/bisect.py main()) and the run's results dir.
+_LOOKING = re.compile(r"^bisect-run: .* \(([0-9a-f]{40})\): looking for ", re.M)
+_VERDICT = re.compile(r"^bisect-run: .* \(([0-9a-f]{40})\): (\w+) \(exit (\d+)\): (.*)$", re.M)
+_RESULTS = re.compile(r"^results: (\S+)", re.M)
+
+# The cell and program bisect-run boots: the narrowest that shows 0011.
+SELECTION = ("--archs", "x86_64", "--modes", "enforce", "--policies", "custom",
+             "--hashes", "sha1", "--setattr", "keep", "-k", "fput_test",
+             "--splat", "lockdep-circular")
+
+
+@dataclass(frozen=True)
+class Step:
+    commit: str
+    verdict: str        # good, bad, skip, abort
+    reason: str
+    seconds: float
+    results: str        # its run directory ("" if none)
 
 
 def first_bad(output: str) -> str | None:
@@ -158,16 +177,118 @@ def first_bad(output: str) -> str | None:
     return m.group(1) if m else None
 
 
+def steps(output: str, times: list[tuple[float, str]]) -> list[Step]:
+    """The steps of a `git bisect run` of bisect-run, from its output; times
+    are (monotonic seconds, line) as the lines arrived."""
+    found = []
+    starts = {m.group(1): t for t, line in times if (m := _LOOKING.match(line))}
+    chunks = _LOOKING.split(output)
+    # chunks: text before, then (commit, text of its step) pairs
+    for commit, text in zip(chunks[1::2], chunks[2::2]):
+        v = _VERDICT.search(text)
+        r = _RESULTS.search(text)
+        end = next((t for t, line in times if v and line == v.group(0)), None)
+        found.append(Step(commit, v.group(2) if v else "none", v.group(4) if v else "",
+                          end - starts[commit] if end is not None and commit in starts else 0.0,
+                          r.group(1) if r else ""))
+    return found
+
+
+def check(build: Path, log=print) -> list[str]:
+    """Makes (or reuses) the repository, bisects it, and returns what went
+    wrong: nothing when git bisect run named the regression, every step
+    judged its commit right, and each step's results.json recorded the
+    commit it built."""
+    pristine = kbuild.extract(build)
+    repo = make_repo(pristine, build / "bisect-check", log)
+    history = commits(repo)
+    regression = next(i for i, (_, subject) in enumerate(history)
+                      if subject.startswith("REGRESSION:"))
+    log(f"bisect-check: {BASE_TAG} is good, {BRANCH} ({history[-1][0][:12]}) is bad; "
+        "the commits between:")
+    for i, (cid, subject) in enumerate(history):
+        log(f"  {cid[:12]} {subject}{'   <- the regression' if i == regression else ''}")
+    _git(repo, "bisect", "start", BRANCH, BASE_TAG)
+    cmd = ["git", "-C", str(repo), "bisect", "run", str(REPO / "scripts" / "bisect-run"),
+           *SELECTION, f"--build-dir={build}"]
+    log("$ " + " ".join(cmd))
+    t0 = time.monotonic()
+    times: list[tuple[float, str]] = []
+    lines = []
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=clean_env())
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            times.append((time.monotonic(), line))
+            lines.append(line)
+            log(f"  | {line}")
+        rc = proc.wait()
+    finally:
+        subprocess.run(["git", "-C", str(repo), "bisect", "reset", "--quiet"],
+                       capture_output=True, env=clean_env())
+    total = time.monotonic() - t0
+    output = "\n".join(lines) + "\n"
+    found = steps(output, times)
+    want_id, want_subject = history[regression]
+    subjects = dict(history)
+    problems = []
+    for s in found:
+        index = next((i for i, (cid, _) in enumerate(history) if cid == s.commit), None)
+        expected = "bad" if index is not None and index >= regression else "good"
+        if s.verdict != expected:
+            problems.append(f"step {s.commit[:12]} ({subjects.get(s.commit, '?')}) was judged "
+                            f"{s.verdict}, expected {expected}: {s.reason or 'no verdict line'}")
+        problems += _recorded(build, s)
+    named = first_bad(output)
+    if rc != 0 or named is None:
+        problems.append(f"git bisect run exited {rc} without naming a first bad commit; "
+                        "its last lines:\n    " + "\n    ".join(lines[-8:]))
+    elif named != want_id:
+        problems.append(f"git bisect run named {named[:12]} ({subjects.get(named, '?')}), "
+                        f"but the regression is {want_id[:12]} ({want_subject})")
+    log(f"bisect-check: {len(found)} step(s) in {total:.0f}s: "
+        + ", ".join(f"{s.commit[:12]} {s.verdict} {s.seconds:.0f}s" for s in found))
+    return problems
+
+
+def _recorded(build: Path, s: Step) -> list[str]:
+    """What a step's results.json lacks of what it must record."""
+    if not s.results:
+        return [f"step {s.commit[:12]}: no results directory in its output"]
+    path = Path(s.results)
+    path = (path if path.is_absolute() else build.parent / path) / "results.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return [f"step {s.commit[:12]}: cannot read {path}: {e}"]
+    tree = doc.get("kernel_trees", {}).get("local", {})
+    problems = []
+    if tree.get("commit") != s.commit:
+        problems.append(f"{path}: kernel_trees.local.commit is {tree.get('commit')!r}, "
+                        f"expected {s.commit}")
+    if not tree.get("describe"):
+        problems.append(f"{path}: no kernel_trees.local.describe")
+    if doc.get("bisect", {}).get("verdict") != s.verdict:
+        problems.append(f"{path}: bisect.verdict is {doc.get('bisect', {}).get('verdict')!r}, "
+                        f"the step said {s.verdict}")
+    return problems
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m harness.bisect_check")
     ap.add_argument("--build-dir", type=Path, default=REPO / "build")
-    ap.add_argument("--make-repo-only", action="store_true")
     args = ap.parse_args(argv)
-    build = args.build_dir.resolve()
-    pristine = kbuild.extract(build)
-    repo = make_repo(pristine, build / "bisect-check")
-    for cid, subject in commits(repo):
-        print(f"  {cid[:12]} {subject}")
+    try:
+        problems = check(args.build_dir.resolve())
+    except HarnessError as e:
+        print(f"bisect-check: ERROR: {e}", file=sys.stderr)
+        return 2
+    if problems:
+        print("bisect-check: FAILED\n" + "\n".join(f"  - {p}" for p in problems))
+        return 1
+    print("bisect-check: passed: git bisect run named the regression")
     return 0
 
 

@@ -1,0 +1,144 @@
+"""A git tree of one's own against the pristine tree (harness/ktree.py), and
+its turn in the workspace (kbuild.patched_tree's overlay), on toy trees."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import kbuild, ktree
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2026-12-03T12:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-12-03T12:00:00Z", "HOME": "/nonexistent",
+           "PATH": os.environ["PATH"]}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, env=GIT_ENV).stdout
+
+
+@pytest.fixture
+def pristine(tmp_path: Path) -> Path:
+    tree = tmp_path / "src" / "linux-source-6.1"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "lib" / "answer.c").write_text("int answer = 41;\n")
+    (tree / "lib" / "other.c").write_text("int other;\n")
+    (tree / "lib" / "gone.c").write_text("int gone;\n")
+    (tree / "scripts").mkdir()
+    (tree / "scripts" / "tool.sh").write_text("#!/bin/sh\n")
+    (tree / "scripts" / "tool.sh").chmod(0o755)
+    (tree / "include").mkdir()
+    os.symlink("../lib", tree / "include" / "lib")
+    # Shipped, yet matched by the tree's own .gitignore.
+    (tree / "lib" / "table.o_shipped").write_text("shipped\n")
+    (tree / ".gitignore").write_text("*.o\n*_shipped\n")
+    (tree / "Makefile").write_text("# toy\n")
+    return tree
+
+
+@pytest.fixture
+def repo(pristine: Path, tmp_path: Path) -> Path:
+    """A git repository of the pristine tree, as a user would have it
+    (no -f: the shipped file its .gitignore matches is untracked)."""
+    repo = tmp_path / "linux"
+    shutil.copytree(pristine, repo, symlinks=True)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    return repo
+
+
+def test_blobs_are_what_git_records(pristine: Path, repo: Path) -> None:
+    blobs = ktree.pristine_blobs(pristine)
+    listed = {line.split("\t")[1]: tuple(line.split("\t")[0].split()[:2])
+              for line in git(repo, "ls-files", "-s").splitlines()}
+    assert {rel: blobs[rel] for rel in listed} == listed
+    assert blobs["scripts/tool.sh"][0] == "100755"
+    assert blobs["include/lib"][0] == "120000"
+    # Kept beside the tree, and read back the same.
+    assert (pristine.parent / ".linux-source-6.1.blobs").is_file()
+    assert ktree.pristine_blobs(pristine) == blobs
+
+
+def test_an_unchanged_tree_differs_in_nothing(pristine: Path, repo: Path) -> None:
+    assert ktree.differences(pristine, repo) == ()
+
+
+def test_every_kind_of_difference_is_seen(pristine: Path, repo: Path) -> None:
+    (repo / "lib" / "answer.c").write_text("int answer = 42;\n")
+    git(repo, "commit", "-qam", "committed change")
+    (repo / "lib" / "other.c").write_text("int other = 1;\n")          # not committed
+    (repo / "lib" / "new.c").write_text("int new;\n")                  # untracked
+    git(repo, "rm", "-q", "lib/gone.c")                                 # deleted
+    (repo / "scripts" / "tool.sh").chmod(0o644)                        # mode
+    (repo / "lib" / "table.o_shipped").write_text("rebuilt\n")          # ignored, shipped
+    (repo / "lib" / "answer.o").write_text("object\n")                 # build output
+    assert ktree.differences(pristine, repo) == (
+        "lib/answer.c", "lib/gone.c", "lib/new.c", "lib/other.c", "lib/table.o_shipped",
+        "scripts/tool.sh")
+
+
+def test_not_a_git_tree(pristine: Path, tmp_path: Path) -> None:
+    assert ktree.differences(pristine, pristine) is None
+    assert ktree.identify(pristine) is None
+    overlay, how = ktree.overlay(pristine, pristine)
+    assert overlay is None
+    assert how == f"{pristine} is not the top of a git work tree: built on its own"
+    # A subdirectory of a work tree is not a kernel tree of its own.
+    sub = tmp_path / "w" / "linux"
+    sub.mkdir(parents=True)
+    git(sub.parent, "init", "-q")
+    assert ktree.identify(sub) is None
+
+
+def test_too_many_differences_build_on_their_own(pristine: Path, repo: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ktree, "OVERLAY_MAX_FILES", 1)
+    (repo / "lib" / "answer.c").write_text("x\n")
+    (repo / "lib" / "other.c").write_text("y\n")
+    overlay, how = ktree.overlay(pristine, repo)
+    assert overlay is None
+    assert how == (f"{repo} differs from linux-source-6.1 in 2 files (more than 1): "
+                   "built on its own")
+
+
+def test_identify(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert ktree.identify(repo) == ktree.TreeId(repo, head[:7], head)
+    git(repo, "tag", "-a", "-m", "v6.1", "v6.1")   # annotated, as the kernel's are
+    (repo / "lib" / "other.c").write_text("int other = 1;\n")
+    assert ktree.identify(repo).describe == "v6.1-dirty"
+    assert ktree.identify(repo).to_json() == {"path": str(repo), "describe": "v6.1-dirty",
+                                              "commit": head}
+
+
+def test_a_turn_with_an_overlay_then_without(pristine: Path, repo: Path,
+                                             tmp_path: Path) -> None:
+    (repo / "lib" / "answer.c").write_text("int answer = 42;\n")
+    git(repo, "rm", "-q", "lib/gone.c")
+    git(repo, "commit", "-qam", "change")
+    overlay, how = ktree.overlay(pristine, repo)
+    assert how == f"{repo} differs from linux-source-6.1 in 2 file(s): a turn of the shared workspace"
+    log = tmp_path / "log"
+    ws = kbuild.patched_tree(pristine, "workspace", (), log, always_copy=True, overlay=overlay)
+    assert (ws / "lib" / "answer.c").read_text() == "int answer = 42;\n"
+    assert not (ws / "lib" / "gone.c").exists()
+    assert os.stat(ws / "lib" / "other.c").st_ino == os.stat(pristine / "lib" / "other.c").st_ino
+    assert (pristine / "lib" / "answer.c").read_text() == "int answer = 41;\n"
+    # The next commit: the same overlay is the same turn, a changed file a new one.
+    assert kbuild.patched_tree(pristine, "workspace", (), log, always_copy=True,
+                               overlay=overlay) == ws
+    (repo / "lib" / "answer.c").write_text("int answer = 43;\n")
+    git(repo, "commit", "-qam", "again")
+    overlay, _ = ktree.overlay(pristine, repo)
+    kbuild.patched_tree(pristine, "workspace", (), log, always_copy=True, overlay=overlay)
+    assert (ws / "lib" / "answer.c").read_text() == "int answer = 43;\n"
+    # A turn without it (stock) puts the pristine files back.
+    kbuild.patched_tree(pristine, "workspace", (), log, always_copy=True)
+    assert (ws / "lib" / "answer.c").read_text() == "int answer = 41;\n"
+    assert (ws / "lib" / "gone.c").read_text() == "int gone;\n"
