@@ -49,7 +49,7 @@ help:
 	@echo '             MODES= POLICIES= K=); bad when SPLAT= (title, signature or kind) is'
 	@echo '             printed or TEST= (<program>/<case>) fails.  The command it hands to'
 	@echo '             git bisect run is scripts/bisect-run (exit 0/1/125, 128 stops)'
-	@echo '  bisect-check  the proof that bisect works (in check): a git repository of'
+	@echo '  bisect-check  the proof that bisect works: a git repository of'
 	@echo '             Debian'"'"'s tree with a known lockdep regression among five commits'
 	@echo '  mutants    boot every known-bad patch of kernel-patches/regressions on top of'
 	@echo '             the series (x86_64 unless ARCHS=; MUTANTS=<names> picks some);'
@@ -77,7 +77,6 @@ unit: deps
 	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider harness/tests
 
 check: unit
-	$(Q)$(MAKE) --no-print-directory bisect-check
 	$(Q)$(MAKE) --no-print-directory run TIER=$(or $(TIER),covering)
 
 bisect-check: deps

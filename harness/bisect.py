@@ -113,15 +113,13 @@ def _first(text: str | None) -> str:
 
 
 def _lockdep_lost(cell: dict, target: Target, before: int | None = None) -> str | None:
-    """The splat that turned lockdep off in cell, if one did before the
-    test at index before of cell's tests (anywhere when before is None, or
-    when the splats are not attributed to tests)."""
+    """The report that turned lockdep off in cell: anywhere (before is
+    None), or before the case at index before of its tests, i.e. attributed
+    to an earlier case, or to none (at boot, between cases).  Anywhere,
+    because a splat looked for may hide behind another in the program that
+    lost lockdep (continuation boots rerun only the programs after it): to
+    bisect past a known splat, select only the program that shows yours."""
     tests = cell.get("tests", [])
-    if tests and all("lockdep" in t for t in tests):
-        # The guest recorded lockdep's state at each case's start.
-        some = tests if before is None else tests[before:before + 1]
-        off = next((t for t in some if t["lockdep"] != "on"), None)
-        return f"lockdep was off when {off['name']} started" if off else None
     index = {t["name"]: i for i, t in enumerate(tests)}
     for s in cell.get("splats", []):
         if not _ends_lockdep(s) or target.matches_splat(s):
@@ -129,7 +127,7 @@ def _lockdep_lost(cell: dict, target: Target, before: int | None = None) -> str 
         if before is not None and s.get("test") in index and index[s["test"]] >= before:
             continue    # attributed to the target or a later case
         if before is not None and "test" not in s:
-            continue    # no attribution: cannot tell it came first
+            continue    # results from before attribution: cannot tell it came first
         return f"lockdep was turned off by {_splat_line(cell, s)}"
     return None
 

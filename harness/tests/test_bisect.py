@@ -79,19 +79,6 @@ def test_a_warning_keeps_lockdep_on():
     assert GOOD == _verdict(_doc(_cell("fail", [warn])), splat="lockdep-circular").code
 
 
-def test_per_case_lockdep_state_settles_it():
-    """With the guest's per-case lockdep marks (continuation boots ran the
-    rest with lockdep on), an earlier report does not hide the target."""
-    other = {"kind": "lockdep-recursive", "title": "possible recursive locking detected"}
-    tests = [{"name": "a_test/x.y", "status": "fail", "lockdep": "on"},
-             {"name": "fput_test/deferred_fput.munmap", "status": "pass", "lockdep": "on"}]
-    assert GOOD == _verdict(_doc(_cell("fail", [other], tests)), splat="circular").code
-    tests[1]["lockdep"] = "off"
-    v = _verdict(_doc(_cell("fail", [other], tests)), splat="circular")
-    assert (SKIP, "no splat 'circular', but lockdep was off when "
-                  "fput_test/deferred_fput.munmap started") == (v.code, v.reason)
-
-
 @pytest.mark.parametrize("status, reason, why", [
     ("error", "x86_64-local: make bzImage failed\nmore", "could not be built or booted: "
      "x86_64-local: make bzImage failed"),
@@ -159,6 +146,11 @@ def test_test_target_after_an_earlier_cases_lockdep_report_cannot_tell():
     # Its own report is the failure looked for.
     own = dict(earlier, test="fput_test/deferred_fput.munmap")
     assert BAD == _verdict(_doc(_cell("fail", [own], tests)), test="fput_test/*").code
+    # One at boot, before any case, came first too.
+    boot = dict(earlier, test=None)
+    v = _verdict(_doc(_cell("fail", [boot], tests)), test="fput_test/*")
+    assert (SKIP, f"fput_test/deferred_fput.munmap in {CELL}: lockdep was turned off by "
+                  f"lockdep-circular 'other' in {CELL} before it") == (v.code, v.reason)
 
 
 def test_a_bad_cell_outweighs_another_that_could_not_run():
@@ -193,3 +185,34 @@ def test_bad_command_lines_stop_the_bisection(tmp_path, capsys):
         assert why in capsys.readouterr().err
     args = bisect.parse_args(["--test", "fput_test/*", "--kernel-tree", str(tree)], repo)
     assert (args.test, args.kernel_tree) == ("fput_test/*", tree)
+
+
+GOOD_ID, BAD_ID = "1" * 40, "2" * 40
+BISECT_OUTPUT = f"""\
+running  '/repo/scripts/bisect-run' '--splat' 'lockdep-circular'
+bisect-run: 1111111 ({GOOD_ID}): looking for splat 'lockdep-circular'
+kernel x86_64-local: /b/linux differs from linux-source-6.1 in 2 file(s): a turn of the shared workspace
+results: /b/results/20261203-200000-1 (also build/results/latest)
+bisect-run: 1111111 ({GOOD_ID}): good (exit 0): no splat 'lockdep-circular' in {CELL}
+Bisecting: 0 revisions left to test after this (roughly 1 step)
+running  '/repo/scripts/bisect-run' '--splat' 'lockdep-circular'
+bisect-run: 2222222 ({BAD_ID}): looking for splat 'lockdep-circular'
+bisect-run: 2222222 ({BAD_ID}): bad (exit 1): lockdep-circular 'x' in {CELL}
+{BAD_ID} is the first bad commit
+commit {BAD_ID}
+bisect run success
+"""
+
+
+def test_bisect_check_reads_the_steps():
+    from harness import bisect_check
+    lines = BISECT_OUTPUT.splitlines()
+    times = [(float(i), line) for i, line in enumerate(lines)]
+    steps = bisect_check.steps(BISECT_OUTPUT, times)
+    assert steps == [
+        bisect_check.Step(GOOD_ID, "good", f"no splat 'lockdep-circular' in {CELL}", 3.0,
+                          "/b/results/20261203-200000-1"),
+        bisect_check.Step(BAD_ID, "bad", f"lockdep-circular 'x' in {CELL}", 1.0, ""),
+    ]
+    assert bisect_check.first_bad(BISECT_OUTPUT) == BAD_ID
+    assert bisect_check.first_bad("bisect run failed:\nexit code 128 from ...") is None
