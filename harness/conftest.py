@@ -14,7 +14,7 @@ import pytest
 
 from . import cases as cases_mod, matrix as matrix_mod, runner
 from .errors import HarnessError
-from .results import summary_table
+from .results import splat_summary, summary_table
 from .status import FAILING, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -190,6 +190,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         return
     terminalreporter.section("IMA appraisal matrix")
     terminalreporter.write_line(summary_table(run.cells))
+    if any(c.splats for c in run.cells):
+        terminalreporter.write_line(splat_summary(run.cells))
     terminalreporter.write_line(runner.program_times(run.cells))
     t = run.timings
     terminalreporter.write_line(

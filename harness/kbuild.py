@@ -4,7 +4,8 @@ Layout under the build directory:
   src/linux-source-6.1/          pristine tree, extracted from Debian's tarball
   src/linux-workspace/           hard-linked copy, the current turn's patches applied
   kernel/<arch>-workspace/       its out-of-tree (O=) build, shared by every turn
-  kernel/<arch>-<variant>/       a variant's image and .config, stamped with
+  kernel/<arch>-<variant>/       a variant's image, vmlinux (to decode its
+                                 stack traces) and .config, stamped with
                                  what they were built from
   src/linux-<variant>/           a variant with a tree of its own: patched copy
   kernel/<arch>-<variant>/       ... and its own build
@@ -57,6 +58,12 @@ class Kernel:
     @property
     def config(self) -> Path:
         return self.out / ".config"
+
+    @property
+    def vmlinux(self) -> Path:
+        """The ELF image with its symbols and line info, for
+        scripts/decode_stacktrace.sh."""
+        return self.out / "vmlinux"
 
 
 def _digest(*parts: bytes | str) -> str:
@@ -348,7 +355,8 @@ def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
                    *(_named_files(f) for f in k.fragments))
     stamp = k.out / ".harness-snapshot"
     image = k.out / k.arch.image
-    if stamp.is_file() and stamp.read_text() == want and image.is_file():
+    vmlinux = k.out / "vmlinux"
+    if stamp.is_file() and stamp.read_text() == want and image.is_file() and vmlinux.is_file():
         return Kernel(k.arch, k.variant, build / "src" / f"linux-{WORKSPACE}", k.out,
                       k.patches, k.fragments), 0
     tree = patched_tree(k.tree, WORKSPACE, k.patches, log, build / "src", lenient,
@@ -361,6 +369,7 @@ def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
     _drop_stale_build(k.out)
     image.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(ws.image, image)
+    shutil.copyfile(ws.vmlinux, vmlinux)
     shutil.copyfile(ws.config, k.config)
     stamp.write_text(want)
     return Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments), compiled

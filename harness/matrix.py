@@ -7,6 +7,10 @@ cells (arch x variant x mode x policy x hash x setattr) that `make run` boots.
           - tests: [lastwriter_test/new_file.*]     # fnmatch patterns
             cells: {mode: [enforce]}                # optional: where (any listed value)
             reason: "known bug in 6.1.192"
+        known_splats:               # reported as known instead of failing the cell
+          - signature: "lockdep-circular (&a->lock, &b->lock) in f"  # splats.signature()
+            cells: {arch: [x86_64]}                 # optional, as above
+            reason: "known lock inversion in 6.1.192"
       patched: {series: kernel-patches/series, note: "..."}
       mine: {tree: ../linux}          # a kernel tree of your own (no series: as is)
     matrix:                         # what `make run` boots
@@ -27,6 +31,9 @@ cells (arch x variant x mode x policy x hash x setattr) that `make run` boots.
 
 A variant's series is relative to the matrix file's directory.  A known
 failure that passes is an XPASS, which fails its cell like a failure.
+A known splat matches a splat's signature exactly; one that does not occur
+is no error: which splats a boot shows depends on the programs it ran, and
+lockdep reports only the first of them.
 """
 from __future__ import annotations
 
@@ -67,8 +74,9 @@ _AXES = {"archs": "arch", "variants": "variant", "modes": "mode", "policies": "p
 _OPTIONAL_AXES = {"hashes": ("sha1",), "setattr": ("keep",)}
 _MATRIX_KEYS = (*_AXES, "exclude")
 _MUTANT_KEYS = ("patches", "base", *(a for a in _AXES if a != "variants"), "exclude")
-_VARIANT_KEYS = ("series", "tree", "note", "known_failures")
+_VARIANT_KEYS = ("series", "tree", "note", "known_failures", "known_splats")
 _KNOWN_FAILURE_KEYS = ("tests", "cells", "reason")
+_KNOWN_SPLAT_KEYS = ("signature", "cells", "reason")
 # The variants --kernel-tree / KERNEL_TREE= and --extra-patches / EXTRA_PATCHES= add.
 LOCAL_VARIANT = "local"
 EXTRA_VARIANT = "extra"
@@ -107,6 +115,17 @@ class KnownFailure:
 
 
 @dataclass(frozen=True)
+class KnownSplat:
+    signature: str                              # exactly as splats.signature() names it
+    cells: tuple[tuple[str, tuple[str, ...]], ...]
+    reason: str
+
+    def applies(self, cell: Cell, signature: str) -> bool:
+        return (signature == self.signature
+                and all(getattr(cell, key) in values for key, values in self.cells))
+
+
+@dataclass(frozen=True)
 class Variant:
     name: str
     series: Path | None
@@ -119,6 +138,11 @@ class Variant:
     workspace: bool = False
     # For a known-bad kernel: what must fail on it (harness/mutants.py).
     catches: tuple[str, ...] = ()
+    known_splats: tuple[KnownSplat, ...] = ()
+
+    def known_splat(self, cell: Cell, signature: str) -> str | None:
+        """Why a splat of this signature is expected in cell, or None."""
+        return next((k.reason for k in self.known_splats if k.applies(cell, signature)), None)
 
     def expected_failure(self, cell: Cell, test: str) -> str | None:
         """Why test is expected to fail in cell on this kernel, or None."""
@@ -185,27 +209,50 @@ def _strings(value: Any, where: str, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _known_failures(value: Any, where: str) -> tuple[KnownFailure, ...]:
+def _known_entries(value: Any, where: str, keys: tuple[str, ...], what: str,
+                   ) -> list[tuple[dict, tuple[tuple[str, tuple[str, ...]], ...], str]]:
+    """(entry, cells, reason) of each entry of a known_failures or
+    known_splats list; what is the key that names what is known."""
     if not isinstance(value, list):
-        raise ConfigError(f"{where}: expected a list of {{tests, cells, reason}}; "
-                          f"found {value!r}")
-    keys = {key: axis for axis, key in _AXES.items() if axis != "variants"}
+        raise ConfigError(f"{where}: expected a list of {{{_join(keys)}}}; found {value!r}")
+    axes = {key: axis for axis, key in _AXES.items() if axis != "variants"}
     out = []
     for i, entry in enumerate(value):
         at = f"{where}[{i}]"
-        entry = _mapping(entry, at, _KNOWN_FAILURE_KEYS)
-        for key in ("tests", "reason"):
+        entry = _mapping(entry, at, keys)
+        for key in (what, "reason"):
             if key not in entry:
-                raise ConfigError(f"{at}: missing key {key!r}; required: tests, reason")
-        tests = _strings(entry["tests"], f"{at}.tests", "test-name patterns")
+                raise ConfigError(f"{at}: missing key {key!r}; required: {what}, reason")
         reason = entry["reason"]
         if not isinstance(reason, str) or not reason:
             raise ConfigError(f"{at}.reason: expected a non-empty string, found {reason!r}")
         cells = []
-        for key, values in _mapping(entry.get("cells", {}), f"{at}.cells", keys).items():
+        for key, values in _mapping(entry.get("cells", {}), f"{at}.cells", axes).items():
             values = [values] if isinstance(values, str) else values
-            cells.append((key, _Names(()).axis(values, keys[key], f"{at}.cells.{key}")))
-        out.append(KnownFailure(tests, tuple(cells), reason))
+            cells.append((key, _Names(()).axis(values, axes[key], f"{at}.cells.{key}")))
+        out.append((entry, tuple(cells), reason))
+    return out
+
+
+def _known_failures(value: Any, where: str) -> tuple[KnownFailure, ...]:
+    return tuple(KnownFailure(_strings(entry["tests"], f"{where}[{i}].tests",
+                                       "test-name patterns"), cells, reason)
+                 for i, (entry, cells, reason)
+                 in enumerate(_known_entries(value, where, _KNOWN_FAILURE_KEYS, "tests")))
+
+
+def _known_splats(value: Any, where: str) -> tuple[KnownSplat, ...]:
+    out = []
+    for i, (entry, cells, reason) in enumerate(
+            _known_entries(value, where, _KNOWN_SPLAT_KEYS, "signature")):
+        sig = entry["signature"]
+        if not isinstance(sig, str) or not sig.strip():
+            raise ConfigError(f"{where}[{i}].signature: expected a splat signature as "
+                              f"results.json's splats[].signature gives it, found {sig!r}")
+        if sig.startswith("panic"):
+            raise ConfigError(f"{where}[{i}].signature: {sig!r}: a panic ends the guest "
+                              "and loses the tests after it; it cannot be a known splat")
+        out.append(KnownSplat(sig, cells, reason))
     return tuple(out)
 
 
@@ -220,14 +267,17 @@ def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
                               "letters, digits and '-', starting with a letter or digit")
         spec = _mapping({} if spec is None else spec, f"{where}.{name}", _VARIANT_KEYS)
         for key, field in spec.items():
-            if key != "known_failures" and (not isinstance(field, str) or not field):
+            if key not in ("known_failures", "known_splats") \
+                    and (not isinstance(field, str) or not field):
                 raise ConfigError(f"{where}.{name}.{key}: expected a non-empty string, "
                                   f"found {field!r}")
         series, tree = spec.get("series"), spec.get("tree")
         variants[name] = Variant(name, base / series if series else None,
                                  spec.get("note", ""), base / tree if tree else None,
                                  _known_failures(spec.get("known_failures", []),
-                                                 f"{where}.{name}.known_failures"))
+                                                 f"{where}.{name}.known_failures"),
+                                 known_splats=_known_splats(spec.get("known_splats", []),
+                                                            f"{where}.{name}.known_splats"))
     return variants
 
 

@@ -97,13 +97,12 @@ def load_shard(path: Path) -> Shard:
 
 def cell_result(doc: dict, artifacts: Path | None) -> CellResult:
     """The CellResult that results.CellResult.to_json() wrote doc from (but
-    for the tests' logs, which it leaves out)."""
+    for the tests' logs and the splats' bodies, which it leaves out)."""
     cell = Cell(doc["arch"], doc["kernel"], doc["mode"], doc["policy"],
                 doc.get("hash", "sha1"), doc.get("setattr", "keep"))
     tests = tuple(TestResult(t["name"], Status(t["status"]), t.get("reason", ""))
                   for t in doc["tests"])
-    splats = tuple(Splat(s["kind"], s["title"], s.get("line", 0), s.get("time"), s.get("test"),
-                         s.get("console", "console.log")) for s in doc.get("splats", ()))
+    splats = tuple(Splat.from_json(s) for s in doc.get("splats", ()))
     timing = CellTiming.from_json(doc["timing"]) if doc.get("timing") else None
     return CellResult(cell, doc.get("accel", "none"), Status(doc["status"]), doc.get("reason", ""),
                       float(doc.get("duration_s", 0.0)), splats, tests, artifacts,

@@ -2,6 +2,7 @@
 results.json, JUnit XML and the summary table."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -9,13 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import dataclasses
 
 from . import kernlog, ktap, splats as splat_scanner, timing as timing_mod
 from .cases import Case
 from .matrix import Cell
 from .qemu import BootOutcome
-from .splats import Splat
+from .splats import Splat, decoded_file, splat_file
 from .status import CASE_STATUSES, CELL_STATUSES, FAILING, Status
 
 
@@ -59,8 +59,10 @@ class CellResult:
         return {"id": c.id, "arch": c.arch, "kernel": c.variant, "mode": c.mode,
                 "policy": c.policy, "hash": c.hash, "setattr": c.setattr, "accel": self.accel, "status": self.status,
                 "reason": self.reason, "duration_s": round(self.duration_s, 2),
-                "splats": [{"kind": s.kind, "title": s.title, "time": s.time, "test": s.test,
-                            "line": s.line, "console": s.console} for s in self.splats],
+                "splats": [s.to_json() | {"body": f"{c.id}/{splat_file(n)}"}
+                           | ({"decoded": f"{c.id}/{decoded_file(n)}"} if self.artifacts
+                              and (self.artifacts / decoded_file(n)).is_file() else {})
+                           for n, s in enumerate(self.splats, 1)],
                 "tests": [{"name": t.name, "status": t.status, **({"reason": t.reason} if t.reason else {})}
                           for t in self.tests],
                 "artifacts": str(self.artifacts) if self.artifacts else None,
@@ -165,7 +167,7 @@ class _Seen:
     marks: tuple[kernlog.Mark, ...]
 
 
-def _read_boot(boot: Boot) -> _Seen:
+def _read_boot(boot: Boot, known_splat: Callable[[str], str | None]) -> _Seen:
     console = boot.outcome.console
     run = ktap.parse(console)
     log = kernlog.read(console)
@@ -175,28 +177,35 @@ def _read_boot(boot: Boot) -> _Seen:
     for sp in splat_scanner.scan(log.scan_text):
         time = sp.time if sp.time is not None else times.get(sp.line)
         test = kernlog.case_at(marks, time, sp.line) if time is not None else None
-        found.append(dataclasses.replace(sp, time=time, test=test, console=boot.console))
+        found.append(dataclasses.replace(sp, time=time, test=test, console=boot.console,
+                                         known=known_splat(sp.signature)))
     return _Seen(boot, run, log, tuple(found), marks)
 
 
 def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel: str,
              artifacts: Path | None = None,
-             known: Callable[[str], str | None] = lambda name: None) -> CellResult:
+             known: Callable[[str], str | None] = lambda name: None,
+             known_splat: Callable[[str], str | None] = lambda signature: None) -> CellResult:
     """One boot that ran every program of expected."""
     programs = tuple(dict.fromkeys(c.suite for c in expected))
-    return evaluate_boots(cell, [Boot(outcome, programs)], expected, accel, artifacts, known)
+    return evaluate_boots(cell, [Boot(outcome, programs)], expected, accel, artifacts, known,
+                          known_splat)
 
 
 def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], accel: str,
                    artifacts: Path | None = None,
-                   known: Callable[[str], str | None] = lambda name: None) -> CellResult:
+                   known: Callable[[str], str | None] = lambda name: None,
+                   known_splat: Callable[[str], str | None] = lambda signature: None,
+                   ) -> CellResult:
     """The cell's verdict from its boots: the first, then its continuation
     boots, each running the programs the one before lost lockdep (or
     panicked) before.  A program's cases come from the last boot that ran
     it; the splats of all.  known(test name) says why that test is
     expected to fail in this cell (matrix.Variant.expected_failure), or
-    None."""
-    seen = [_read_boot(b) for b in boots]
+    None; known_splat(signature) the same of a splat
+    (matrix.Variant.known_splat): such a splat fails neither the cell nor
+    its test."""
+    seen = [_read_boot(b, known_splat) for b in boots]
     tests: dict[str, TestResult] = {}
     problems: list[str] = []
     for n, sv in enumerate(seen, 1):
@@ -210,7 +219,7 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
         problems += [prefix + p for p in _coverage_problems(sv, boot_tests)]
     found = tuple(sp for sv in seen for sp in sv.splats)
     for sp in found:
-        if sp.test in tests:
+        if sp.test in tests and not sp.known:
             tests[sp.test] = _failed_by(tests[sp.test], sp)
     order = {c.id: i for i, c in enumerate(expected)}
     merged = sorted(tests.values(), key=lambda t: order.get(t.name, len(order)))
@@ -328,9 +337,9 @@ def _rerun(sv: _Seen) -> tuple[str, ...]:
 def _stopper(seen: list[_Seen]) -> Splat | None:
     """The report that ended the last boot's coverage, if an earlier boot
     reported it already (a regression hit by every program)."""
-    earlier = {(sp.kind, sp.title) for sv in seen[:-1] for sp in sv.splats}
+    earlier = {sp.signature for sv in seen[:-1] for sp in sv.splats}
     last = _loss_splats(seen[-1]) or [sp for sp in seen[-1].splats if sp.kind == "panic"]
-    return next((sp for sp in last if (sp.kind, sp.title) in earlier), None)
+    return next((sp for sp in last if sp.signature in earlier), None)
 
 
 def _timing(seen: list[_Seen]) -> timing_mod.CellTiming | None:
@@ -355,7 +364,8 @@ def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat,
     if outcome.timed_out:
         problems.append(f"guest did not finish within {outcome.duration_s:.0f}s")
     problems += [s.title for s in found if s.kind == "panic"]
-    problems += [f"kernel splat: {s.kind}: {s.title}" for s in found if s.kind != "panic"]
+    problems += [f"kernel splat: {s.kind}: {s.title}" for s in found
+                 if s.kind != "panic" and not s.known]
     if not outcome.timed_out and outcome.returncode not in (0, None):
         last = next((line for line in reversed(outcome.console.splitlines()) if line.strip()), "")
         problems.append(f"QEMU exited with status {outcome.returncode}: {last.strip()}")
@@ -393,6 +403,7 @@ def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat,
 def write_json(path: Path, run_id: str, cells: list[CellResult], timings: dict[str, float],
                extra: dict | None = None) -> None:
     doc = {"run_id": run_id, "cells": [c.to_json() for c in cells],
+           "splat_groups": [g.to_json() for g in splat_groups(cells)],
            "timings": {k: round(v, 2) for k, v in timings.items()}, **(extra or {})}
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
@@ -418,9 +429,60 @@ def write_junit(path: Path, cells: list[CellResult]) -> None:
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
+@dataclass(frozen=True)
+class SplatGroup:
+    """The splats of one signature, across the cells of a run."""
+    signature: str
+    first: Splat
+    first_cell: str
+    cells: tuple[str, ...]      # every cell it occurred in, in run order
+    count: int                  # how often in all (a cell may have it more than once)
+
+    def where(self) -> str:
+        at = (f"at {self.first.test}" if self.first.test
+              else f"at {self.first.time:.3f}s" if self.first.time is not None else "")
+        return f"first in {self.first_cell} {at}".rstrip()
+
+    def to_json(self) -> dict:
+        return {"signature": self.signature, "kind": self.first.kind, "title": self.first.title,
+                "count": self.count, "cells": list(self.cells),
+                "first": {"cell": self.first_cell, "test": self.first.test,
+                          "time": self.first.time},
+                "known": self.first.known}
+
+
+def splat_groups(cells: list[CellResult]) -> list[SplatGroup]:
+    """The run's splats grouped by signature, in order of first occurrence."""
+    groups: dict[str, SplatGroup] = {}
+    for c in cells:
+        for s in c.splats:
+            key = s.signature or f"{s.kind}: {s.title}"
+            g = groups.get(key)
+            if g is None:
+                groups[key] = SplatGroup(key, s, c.cell.id, (c.cell.id,), 1)
+            else:
+                in_cells = g.cells if c.cell.id in g.cells else (*g.cells, c.cell.id)
+                groups[key] = dataclasses.replace(g, cells=in_cells, count=g.count + 1)
+    return list(groups.values())
+
+
+def splat_summary(cells: list[CellResult]) -> str:
+    """'1 distinct splat, in 14 cells, ...': one line per signature."""
+    groups = splat_groups(cells)
+    lines = [f"{len(groups)} distinct splat{'s' if len(groups) > 1 else ''}:"]
+    for g in groups:
+        n = len(g.cells)
+        known = f" (known: {g.first.known})" if g.first.known else ""
+        lines.append(f"  {g.signature}{known}\n"
+                     f"    in {n} cell{'s' if n > 1 else ''}, {g.where()}")
+    return "\n".join(lines)
+
+
 def summary_text(cells: list[CellResult]) -> str:
-    """summary.txt: the table, then where the cells' time went per program."""
-    return (summary_table(cells) + "\n\n"
+    """summary.txt: the table, the splats by signature, then where the
+    cells' time went per program."""
+    splats = splat_summary(cells) + "\n\n" if any(c.splats for c in cells) else ""
+    return (summary_table(cells) + "\n\n" + splats
             + timing_mod.summary([(c.cell.id, c.timing) for c in cells if c.timing]) + "\n")
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import initramfs, kbuild, keys, ktree, qemu, report, results, timing
+from . import initramfs, kbuild, keys, ktree, qemu, report, results, splats, timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
@@ -58,6 +58,8 @@ class BuiltKernel:
     image: Path
     config: Path
     patches: str    # the cell's patches.txt: the tree and each patch with its sha256
+    # To decode its splats' stack traces (none in an exported artifact directory).
+    symbols: splats.Symbols | None = None
 
 
 @dataclass
@@ -260,7 +262,8 @@ def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str], pristine
             (f"variant {v}: {tree['path']} at {tree['describe']} ({tree['commit']})\n"
              if tree else f"variant {v}: {outcome.tree}\n")
             + "".join(f"{p}  sha256:{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
-                      for p in outcome.patches))
+                      for p in outcome.patches),
+            splats.Symbols(outcome.vmlinux, outcome.tree, outcome.out, arch.cross_compile))
 
 
 def _build_one(matrix: Matrix, build: Path, k: kbuild.Kernel, make_jobs: int,
@@ -558,17 +561,21 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     def known(name: str) -> str | None:
         return variant.expected_failure(cell, name) if variant else None
 
+    def known_splat(signature: str) -> str | None:
+        return variant.known_splat(cell, signature) if variant else None
+
     if programs:
         # Only their cases are expected.
         expected = tuple(c for c in expected if c.suite in programs)
     every = tuple(dict.fromkeys(c.suite for c in expected))
     boots = [_boot_once(matrix, cell, kernel, initrd, accel, out, build, every, 1,
                         select=bool(programs))]
-    result = results.evaluate_boots(cell, boots, expected, accel, out, known)
+    result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat)
     while result.rerun:
         boots.append(_boot_once(matrix, cell, kernel, initrd, accel, out, build, result.rerun,
                                 len(boots) + 1, select=True))
-        result = results.evaluate_boots(cell, boots, expected, accel, out, known)
+        result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat)
+    splats.save(out, result.splats, kernel.symbols)
     return result
 
 

@@ -249,9 +249,9 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
     (_set("variants.patched", {"series": ""}),
      "matrix.yaml: variants.patched.series: expected a non-empty string, found ''"),
     (_set("variants.patched", {"serie": "kernel-patches/series"}),
-     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, tree, note, known_failures"),
+     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, tree, note, known_failures, known_splats"),
     (_set("variants", {}),
-     "matrix.yaml: variants: expected a mapping of variant names to {series, tree, note, known_failures}; "
+     "matrix.yaml: variants: expected a mapping of variant names to {series, tree, note, known_failures, known_splats}; "
      "found {}"),
     ([1, 2],
      "matrix.yaml: expected a mapping with keys variants, matrix, mutants, timeout, memory; "
@@ -327,24 +327,50 @@ def test_known_failures(write) -> None:
     assert matrix.check_known_failures(v, ["lastwriter_test/new_file.a"]) == ["setattr_test/*"]
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"tests": ["a/*"]}, "matrix.yaml: variants.stock.known_failures[0]: missing key 'reason'; "
+SIG = "lockdep-circular (&iint->mutex, &sb->s_type->i_mutex_key) in process_measurement"
+
+
+@pytest.mark.parametrize("key, entry, message", [
+    ("known_failures", {"tests": ["a/*"]}, "matrix.yaml: variants.stock.known_failures[0]: missing key 'reason'; "
      "required: tests, reason"),
-    ({"tests": "a/*", "reason": "r"}, "matrix.yaml: variants.stock.known_failures[0].tests: "
+    ("known_failures", {"tests": "a/*", "reason": "r"}, "matrix.yaml: variants.stock.known_failures[0].tests: "
      "expected a non-empty list of test-name patterns, found 'a/*'"),
-    ({"tests": ["a/*"], "reason": "r", "cells": {"modes": ["fix"]}},
+    ("known_failures", {"tests": ["a/*"], "reason": "r", "cells": {"modes": ["fix"]}},
      "matrix.yaml: variants.stock.known_failures[0].cells: unknown key 'modes'; "
      "allowed: arch, mode, policy, hash, setattr"),
-    ({"tests": ["a/*"], "reason": "r", "cells": {"mode": ["fixx"]}},
+    ("known_failures", {"tests": ["a/*"], "reason": "r", "cells": {"mode": ["fixx"]}},
      "matrix.yaml: variants.stock.known_failures[0].cells.mode: unknown mode 'fixx'; "
      "allowed: enforce, fix, log, off"),
+    ("known_splats", {"signature": SIG}, "matrix.yaml: variants.stock.known_splats[0]: missing key 'reason'; "
+     "required: signature, reason"),
+    ("known_splats", {"signature": ["x"], "reason": "r"}, "matrix.yaml: variants.stock.known_splats[0]."
+     "signature: expected a splat signature as results.json's splats[].signature gives it, "
+     "found ['x']"),
+    ("known_splats", {"signature": "panic: Fatal exception", "reason": "r"},
+     "matrix.yaml: variants.stock.known_splats[0].signature: 'panic: Fatal exception': a "
+     "panic ends the guest and loses the tests after it; it cannot be a known splat"),
+    ("known_splats", {"tests": ["a/*"], "signature": SIG, "reason": "r"},
+     "matrix.yaml: variants.stock.known_splats[0]: unknown key 'tests'; "
+     "allowed: signature, cells, reason"),
 ])
-def test_known_failure_errors(write, entry, message) -> None:
+def test_known_entry_errors(write, key, entry, message) -> None:
     c = config()
-    c["variants"]["stock"] = {"known_failures": [entry]}
+    c["variants"]["stock"] = {key: [entry]}
     with pytest.raises(ConfigError) as e:
         matrix.load(write(c))
     assert str(e.value) == message
+
+
+def test_known_splats(write) -> None:
+    c = config()
+    c["variants"]["stock"] = {"known_splats": [
+        {"signature": SIG, "cells": {"mode": ["fix"]}, "reason": "inversion in 6.1.192"}]}
+    v = matrix.load(write(c)).variants["stock"]
+    assert v.known_splat(Cell("x86_64", "stock", "fix", "custom"), SIG) == "inversion in 6.1.192"
+    assert v.known_splat(Cell("x86_64", "stock", "log", "custom"), SIG) is None
+    # The whole signature or nothing: lock classes such as
+    # &iint_mutex_key[depth] would be character classes to a glob.
+    assert v.known_splat(Cell("x86_64", "stock", "fix", "custom"), SIG[:-1]) is None
 
 
 def test_hash_and_setattr_axes(write) -> None:

@@ -1,6 +1,7 @@
 """evaluate() on consoles recorded from real guests (test_data/real_*)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -256,3 +257,66 @@ def test_a_known_failure_with_no_result_is_a_failure() -> None:
     assert t.reason.startswith("no result: the guest was killed")
     assert t.reason.endswith("(a known failure of this kernel, but it must fail by its checks, "
                              "not like this: bug)")
+
+
+def _with_splat(cell: Cell, splat_log: str = "lockdep_circular.log",
+                known_splat=lambda sig: None) -> results.CellResult:
+    console = real("real_aarch64_fix_custom_pass.log") + real(splat_log)
+    return results.evaluate(cell, outcome(console), EXPECTED, "tcg", known_splat=known_splat)
+
+
+SIG = "lockdep-circular (&iint->mutex, &sb->s_type->i_mutex_key) in process_measurement"
+
+
+def test_a_known_splat_does_not_fail_its_cell() -> None:
+    known = {SIG: "inversion in 6.1.192"}.get
+    r = _with_splat(CELL, known_splat=known)
+    assert (r.status, r.reason) == ("pass", "")
+    assert r.splats[0].known == "inversion in 6.1.192"
+    # Any other splat still fails it.
+    r = _with_splat(CELL, "warn_on.log", known_splat=known)
+    assert r.status == "fail" and r.reason.startswith("kernel splat: warning: ")
+
+
+def test_splats_in_results_json(tmp_path: Path) -> None:
+    cells = [_with_splat(Cell("aarch64", "stock", mode, "custom")) for mode in ("fix", "log")]
+    cells.append(_with_splat(Cell("aarch64", "stock", "enforce", "custom"), "warn_on.log",
+                             known_splat={"warning in ima_check_last_writer": "why"}.get))
+    results.write_json(tmp_path / "results.json", "run-1", cells, {})
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["cells"][0]["splats"] == [{
+        "kind": "lockdep-circular",
+        "title": "possible circular locking dependency: acquiring &iint->mutex while holding "
+                 "&sb->s_type->i_mutex_key#10",
+        "signature": SIG, "time": 9.401229, "line": 339, "test": None,
+        "body": "aarch64-stock-fix-custom-sha1-keep/splat-1.txt"}]
+    assert doc["cells"][2]["splats"][1]["known"] == "why"
+    assert doc["splat_groups"] == [
+        {"signature": SIG, "kind": "lockdep-circular",
+         "title": doc["cells"][0]["splats"][0]["title"], "count": 2,
+         "cells": ["aarch64-stock-fix-custom-sha1-keep", "aarch64-stock-log-custom-sha1-keep"],
+         "first": {"cell": "aarch64-stock-fix-custom-sha1-keep", "test": None,
+                   "time": 9.401229}, "known": None},
+        {"signature": "warning in ima_appraise_measurement", "kind": "warning",
+         "title": "WARNING at security/integrity/ima/ima_appraise.c:521 ima_appraise_measurement",
+         "count": 1, "cells": ["aarch64-stock-enforce-custom-sha1-keep"],
+         "first": {"cell": "aarch64-stock-enforce-custom-sha1-keep", "test": None,
+                   "time": 6.283114}, "known": None},
+        {"signature": "warning in ima_check_last_writer", "kind": "warning",
+         "title": "WARNING at security/integrity/ima/ima_main.c:204 ima_check_last_writer "
+                  "[ima_test]", "count": 1, "cells": ["aarch64-stock-enforce-custom-sha1-keep"],
+         "first": {"cell": "aarch64-stock-enforce-custom-sha1-keep", "test": None,
+                   "time": 6.301524}, "known": "why"}]
+    assert results.splat_summary(cells) == f"""3 distinct splats:
+  {SIG}
+    in 2 cells, first in aarch64-stock-fix-custom-sha1-keep at 9.401s
+  warning in ima_appraise_measurement
+    in 1 cell, first in aarch64-stock-enforce-custom-sha1-keep at 6.283s
+  warning in ima_check_last_writer (known: why)
+    in 1 cell, first in aarch64-stock-enforce-custom-sha1-keep at 6.302s"""
+    attributed = [dataclasses.replace(c, splats=tuple(
+        dataclasses.replace(s, test="open_test/appraise.correct_hash.read") for s in c.splats))
+        for c in cells[:2]]
+    assert results.splat_summary(attributed).endswith(
+        "first in aarch64-stock-fix-custom-sha1-keep at open_test/appraise.correct_hash.read")
+    assert "3 distinct splats:" in results.summary_text(cells)
