@@ -288,7 +288,7 @@ def test_splats_in_results_json(tmp_path: Path) -> None:
         "kind": "lockdep-circular",
         "title": "possible circular locking dependency: acquiring &iint->mutex while holding "
                  "&sb->s_type->i_mutex_key#10",
-        "signature": SIG, "time": 9.401229, "line": 339, "test": None,
+        "signature": SIG, "time": 9.401229, "line": 339, "test": None, "console": "console.log",
         "body": "aarch64-stock-fix-custom-sha1-keep/splat-1.txt"}]
     assert doc["cells"][2]["splats"][1]["known"] == "why"
     assert doc["splat_groups"] == [
