@@ -52,7 +52,8 @@ help:
 	@echo '  bisect-check  the proof that bisect works: a git repository of'
 	@echo '             Debian'"'"'s tree with a known lockdep regression among five commits'
 	@echo '  mutants    boot every known-bad patch of kernel-patches/regressions on top of'
-	@echo '             the series (x86_64 unless ARCHS=; MUTANTS=<names> picks some);'
+	@echo '             the series (x86_64 unless ARCHS=; MUTANTS=<names> picks some;'
+	@echo '             VERSION=6.12: those of kernel-patches/regressions/6.12 on 6.12);'
 	@echo '             fails unless each is caught as its Caught-by: trailers say'
 	@echo '  selftests  build the guest /selftests tree only: build/selftests/<arch>/'
 	@echo '  bench      measure cold and warm builds, the boot floor, the matrix (narrow it'
@@ -99,7 +100,7 @@ bisect: deps
 mutants: deps
 	$(Q)$(PYTHON) -m harness mutants --build-dir=$(BUILD) \
 		$(if $(ARCHS),--archs=$(ARCHS)) $(if $(JOBS),--jobs=$(JOBS)) \
-		$(subst $(comma), ,$(MUTANTS))
+		$(if $(VERSION),--version=$(VERSION)) $(subst $(comma), ,$(MUTANTS))
 
 # The old name.
 regressions: mutants

@@ -78,6 +78,9 @@ def main(argv: list[str]) -> int:
         rg.add_argument("--archs", default=None,
                         help="comma-separated (default: the mutants: section's)")
         rg.add_argument("--jobs", type=int, default=None, help="guests at once")
+        rg.add_argument("--version", default=None,
+                        help="the kernel version whose mutants to run (matrix.yaml "
+                             "mutants: versions:; default: that of mutants: base:)")
         rg.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
         rg.add_argument("--build-dir", type=Path, default=REPO / "build")
     rp = sub.add_parser("report", help="write RUN_DIR/report.html from its results.json")
@@ -185,14 +188,19 @@ def _mutants(args: argparse.Namespace) -> int:
     m = matrix_mod.load(args.matrix)
     if m.mutants is None:
         raise HarnessError(f"{args.matrix}: no mutants: section")
-    found = mutants.discover(m.mutants["patches"])
+    version = args.version or m.variants[m.mutants["base"]].version
+    if version not in m.mutants["versions"]:
+        raise HarnessError(f"VERSION={version}: no mutants for that kernel version in "
+                           f"{args.matrix}; there are: {', '.join(m.mutants['versions'])}")
+    own = m.mutants["versions"][version]
+    found = mutants.discover(own["patches"], version)
     by_name = {mu.variant: mu for mu in found} | {mu.patch.name: mu for mu in found}
     for name in args.names:
         if name not in by_name:
-            raise HarnessError(f"no mutant {name!r} in {m.mutants['patches']}; there are: "
+            raise HarnessError(f"no mutant {name!r} in {own['patches']}; there are: "
                                + ", ".join(mu.variant for mu in found))
     chosen = list(dict.fromkeys(by_name[n] for n in args.names)) if args.names else found
-    base = m.variants[m.mutants["base"]]
+    base = m.variants[own["base"]]
     variants = dict(m.variants)
     for mu in chosen:
         variants[mu.variant] = mutants.as_variant(mu, base)

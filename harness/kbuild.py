@@ -1,9 +1,12 @@
 """Kernel source, patches, configuration and compilation.
 
 Layout under the build directory:
-  src/linux-source-6.1/          pristine tree, extracted from Debian's tarball
-  src/linux-workspace/           hard-linked copy, the current turn's patches applied
+  src/linux-source-<version>/    pristine tree, extracted from Debian's tarball
+  src/linux-workspace/           hard-linked copy of 6.1's, the current turn's
+                                 patches applied (linux-workspace-<version>/
+                                 for another version)
   kernel/<arch>-workspace/       its out-of-tree (O=) build, shared by every turn
+                                 (<arch>-workspace-<version>/ for another version)
   kernel/<arch>-<variant>/       a variant's image, vmlinux (to decode its
                                  stack traces) and .config, stamped with
                                  what they were built from
@@ -38,8 +41,21 @@ from .subproc import clean_env
 from .archs import Arch
 from .errors import BuildError, ConfigError, DependencyError
 
-TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
-TREE_NAME = "linux-source-6.1"
+# The kernel version of a variant that names none (matrix.yaml version:).
+DEFAULT_VERSION = "6.1"
+
+
+def tarball_of(version: str) -> Path:
+    """Debian's linux-source-<version> package installs this."""
+    return Path(f"/usr/src/linux-source-{version}.tar.xz")
+
+
+def tree_name(version: str) -> str:
+    return f"linux-source-{version}"
+
+
+TARBALL = tarball_of(DEFAULT_VERSION)
+TREE_NAME = tree_name(DEFAULT_VERSION)
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,7 @@ class Kernel:
     out: Path
     patches: tuple[Path, ...]
     fragments: tuple[Path, ...]
+    version: str = DEFAULT_VERSION      # whose workspace its turn is taken in
 
     @property
     def image(self) -> Path:
@@ -112,13 +129,16 @@ def read_series(series: Path) -> tuple[Path, ...]:
     return tuple(patches)
 
 
-def extract(build: Path, tarball: Path = TARBALL) -> Path:
-    """The pristine tree, extracted once per tarball version."""
+def extract(build: Path, tarball: Path | None = None,
+            version: str = DEFAULT_VERSION) -> Path:
+    """The pristine tree of a kernel version, extracted once per tarball."""
+    tarball = tarball or tarball_of(version)
+    name = tree_name(version)
     if not tarball.is_file():
-        raise BuildError(f"{tarball} not found: install Debian's linux-source-6.1 "
+        raise BuildError(f"{tarball} not found: install Debian's {name} "
                          "package ('make deps')")
-    tree = build / "src" / TREE_NAME
-    stamp = build / "src" / f".{TREE_NAME}.extracted"
+    tree = build / "src" / name
+    stamp = build / "src" / f".{name}.extracted"
     st = tarball.stat()
     want = f"{tarball} {st.st_size} {st.st_mtime_ns}\n"
     if stamp.is_file() and stamp.read_text() == want and tree.is_dir():
@@ -133,7 +153,7 @@ def extract(build: Path, tarball: Path = TARBALL) -> Path:
     _run(["tar", "-C", str(tree.parent), "-m", "-xf", str(tarball)],
          build / "logs" / "extract.log", f"extracting {tarball}")
     if not tree.is_dir():
-        raise BuildError(f"{tarball} did not contain {TREE_NAME}/")
+        raise BuildError(f"{tarball} did not contain {name}/")
     stamp.write_text(want)
     return tree
 
@@ -249,7 +269,7 @@ def _apply(patch: Path, tree: Path, variant: str, pristine: Path, log: Path,
             _run([c for c in cmd if c != "--fuzz=0"], log, f"applying {patch} with fuzz")
     except BuildError as e:
         raise BuildError(
-            f"{patch} does not apply to {TREE_NAME} (variant {variant!r}). "
+            f"{patch} does not apply to {pristine.name} (variant {variant!r}). "
             f"Refresh it against {pristine} or drop it from the series.\n{e}") from None
 
 
@@ -289,9 +309,11 @@ def compile_kernel(k: Kernel, jobs: int, log: Path) -> int:
 
 
 def plan(build: Path, arch: Arch, variants: dict[str, tuple[Path, tuple[Path, ...]]],
-         fragments: dict[str, tuple[Path, ...]]) -> dict[str, Kernel]:
-    """One Kernel per variant (source tree, patches); variants with the same
-    tree and patches share one."""
+         fragments: dict[str, tuple[Path, ...]],
+         versions: dict[str, str] | None = None) -> dict[str, Kernel]:
+    """One Kernel per variant (source tree, patches; versions: its kernel
+    version, default DEFAULT_VERSION); variants with the same tree and
+    patches share one."""
     kernels: dict[str, Kernel] = {}
     shared: dict[tuple[Path, tuple[Path, ...]], Kernel] = {}
     for variant, (tree, patches) in variants.items():
@@ -301,7 +323,8 @@ def plan(build: Path, arch: Arch, variants: dict[str, tuple[Path, tuple[Path, ..
             continue
         k = Kernel(arch=arch, variant=variant, tree=tree,
                    out=build / "kernel" / f"{arch.name}-{variant}",
-                   patches=patches, fragments=fragments[variant])
+                   patches=patches, fragments=fragments[variant],
+                   version=(versions or {}).get(variant, DEFAULT_VERSION))
         kernels[variant] = shared[key] = k
     return kernels
 
@@ -316,6 +339,13 @@ def own_out_dir(out: Path) -> None:
 
 
 WORKSPACE = "workspace"
+
+
+def workspace_name(version: str) -> str:
+    """Each kernel version takes its turns in a workspace of its own (no
+    object is shared between versions); 6.1's keeps the name it always had,
+    so that its build survives."""
+    return WORKSPACE if version == DEFAULT_VERSION else f"{WORKSPACE}-{version}"
 
 
 def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False,
@@ -336,7 +366,7 @@ def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False,
     if workspace:
         return _build_in_workspace(build, k, jobs, log, lenient)
     tree = patched_tree(k.tree, k.variant, k.patches, log, build / "src", lenient)
-    k = Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments)
+    k = Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments, k.version)
     configure(k, log)
     compiled = compile_kernel(k, jobs, log)
     return k, compiled
@@ -356,13 +386,14 @@ def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
     stamp = k.out / ".harness-snapshot"
     image = k.out / k.arch.image
     vmlinux = k.out / "vmlinux"
+    workspace = workspace_name(k.version)
     if stamp.is_file() and stamp.read_text() == want and image.is_file() and vmlinux.is_file():
-        return Kernel(k.arch, k.variant, build / "src" / f"linux-{WORKSPACE}", k.out,
-                      k.patches, k.fragments), 0
-    tree = patched_tree(k.tree, WORKSPACE, k.patches, log, build / "src", lenient,
+        return Kernel(k.arch, k.variant, build / "src" / f"linux-{workspace}", k.out,
+                      k.patches, k.fragments, k.version), 0
+    tree = patched_tree(k.tree, workspace, k.patches, log, build / "src", lenient,
                         always_copy=True, overlay=overlay)
-    ws = Kernel(k.arch, WORKSPACE, tree, build / "kernel" / f"{k.arch.name}-{WORKSPACE}",
-                k.patches, k.fragments)
+    ws = Kernel(k.arch, workspace, tree, build / "kernel" / f"{k.arch.name}-{workspace}",
+                k.patches, k.fragments, k.version)
     own_out_dir(ws.out)
     configure(ws, log)
     compiled = compile_kernel(ws, jobs, log)
@@ -372,7 +403,7 @@ def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
     shutil.copyfile(ws.vmlinux, vmlinux)
     shutil.copyfile(ws.config, k.config)
     stamp.write_text(want)
-    return Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments), compiled
+    return Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments, k.version), compiled
 
 
 def _named_files(fragment: Path) -> str:

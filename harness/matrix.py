@@ -12,6 +12,9 @@ cells (arch x variant x mode x policy x hash x setattr) that `make run` boots.
             cells: {arch: [x86_64]}                 # optional, as above
             reason: "known lock inversion in 6.1.192"
       patched: {series: kernel-patches/series, note: "..."}
+      patched-6.12:                 # another of Debian's kernels: linux-source-6.12
+        version: "6.12"             # (quoted: YAML reads 6.10 as the number 6.1)
+        series: kernel-patches/6.12/series
       mine: {tree: ../linux}          # a kernel tree of your own (no series: as is)
     matrix:                         # what `make run` boots
       archs: [x86_64, aarch64]
@@ -25,6 +28,8 @@ cells (arch x variant x mode x policy x hash x setattr) that `make run` boots.
     mutants:                        # the cells `make mutants` boots per known-bad patch
       patches: kernel-patches/regressions
       base: patched                 # the variant whose series they apply on top of
+      versions:                     # optional: the mutants of other kernel versions
+        "6.12": {base: patched-6.12, patches: kernel-patches/regressions/6.12}
       archs: [x86_64]  ...          # axes as in matrix: (all optional)
     timeout: 150                    # seconds per guest boot, optional
     memory: 512                     # MiB per guest, optional
@@ -49,6 +54,7 @@ import yaml
 
 from .archs import ARCHS
 from .errors import ConfigError
+from .kbuild import DEFAULT_VERSION
 
 MODES: tuple[str, ...] = ("enforce", "fix", "log", "off")
 # policy -> kernel command line fragment; "custom" is loaded by the tests.
@@ -73,14 +79,18 @@ _AXES = {"archs": "arch", "variants": "variant", "modes": "mode", "policies": "p
 # axes a matrix may leave out, and their value then
 _OPTIONAL_AXES = {"hashes": ("sha1",), "setattr": ("keep",)}
 _MATRIX_KEYS = (*_AXES, "exclude")
-_MUTANT_KEYS = ("patches", "base", *(a for a in _AXES if a != "variants"), "exclude")
-_VARIANT_KEYS = ("series", "tree", "note", "known_failures", "known_splats")
+_MUTANT_KEYS = ("patches", "base", "versions", *(a for a in _AXES if a != "variants"),
+                "exclude")
+_MUTANT_VERSION_KEYS = ("patches", "base")
+_VARIANT_KEYS = ("series", "version", "tree", "note", "known_failures", "known_splats")
 _KNOWN_FAILURE_KEYS = ("tests", "cells", "reason")
 _KNOWN_SPLAT_KEYS = ("signature", "cells", "reason")
 # The variants --kernel-tree / KERNEL_TREE= and --extra-patches / EXTRA_PATCHES= add.
 LOCAL_VARIANT = "local"
 EXTRA_VARIANT = "extra"
-_VARIANT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+_VARIANT_NAME = re.compile(r"[a-z0-9][a-z0-9.-]*")
+# A Debian linux-source-<version> package: major.minor.
+_VERSION = re.compile(r"\d+\.\d+")
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,8 @@ class Variant:
     # For a known-bad kernel: what must fail on it (harness/mutants.py).
     catches: tuple[str, ...] = ()
     known_splats: tuple[KnownSplat, ...] = ()
+    # Whose Debian tree (linux-source-<version>) it is built from.
+    version: str = DEFAULT_VERSION
 
     def known_splat(self, cell: Cell, signature: str) -> str | None:
         """Why a splat of this signature is expected in cell, or None."""
@@ -264,21 +276,37 @@ def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
     for name, spec in value.items():
         if not isinstance(name, str) or not _VARIANT_NAME.fullmatch(name):
             raise ConfigError(f"{where}: bad variant name {name!r}; use lower-case "
-                              "letters, digits and '-', starting with a letter or digit")
+                              "letters, digits, '-' and '.', starting with a letter or digit")
         spec = _mapping({} if spec is None else spec, f"{where}.{name}", _VARIANT_KEYS)
         for key, field in spec.items():
-            if key not in ("known_failures", "known_splats") \
+            if key == "version":
+                _version(field, f"{where}.{name}.version")
+            elif key not in ("known_failures", "known_splats") \
                     and (not isinstance(field, str) or not field):
                 raise ConfigError(f"{where}.{name}.{key}: expected a non-empty string, "
                                   f"found {field!r}")
         series, tree = spec.get("series"), spec.get("tree")
+        if tree and "version" in spec:
+            raise ConfigError(f"{where}.{name}: has both tree: and version:; version: "
+                              "picks one of Debian's trees, tree: is a tree of your own: "
+                              "drop one")
         variants[name] = Variant(name, base / series if series else None,
                                  spec.get("note", ""), base / tree if tree else None,
                                  _known_failures(spec.get("known_failures", []),
                                                  f"{where}.{name}.known_failures"),
                                  known_splats=_known_splats(spec.get("known_splats", []),
-                                                            f"{where}.{name}.known_splats"))
+                                                            f"{where}.{name}.known_splats"),
+                                 version=spec.get("version", DEFAULT_VERSION))
     return variants
+
+
+def _version(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _VERSION.fullmatch(value):
+        hint = (" (quote it: YAML reads 6.10 as the number 6.1)"
+                if isinstance(value, (int, float)) else "")
+        raise ConfigError(f"{where}: expected a kernel version such as \"6.12\" "
+                          f"(Debian's linux-source-<version>), found {value!r}{hint}")
+    return value
 
 
 class _Names:
@@ -422,6 +450,9 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
                                   f"found {mutants.get(key)!r}")
         names.one(mutants["base"], "variants", f"{where}.base")
         mutants["patches"] = path.parent / mutants["patches"]
+        mutants["versions"] = _mutant_versions(mutants.get("versions", {}),
+                                               f"{where}.versions", path.parent, names,
+                                               defined, mutants)
         _cells(mutants, where, names, {}, {"variants": (mutants["base"],)})   # check it
 
     return Matrix(path=path, variants=defined, cells=cells,
@@ -430,6 +461,35 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
                   memory=_positive_int(top.get("memory", DEFAULT_MEMORY),
                                        f"{name}: memory"),
                   mutants=mutants)
+
+
+def _mutant_versions(value: Any, where: str, base: Path, names: _Names,
+                     defined: dict[str, Variant],
+                     mutants: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per kernel version: the variant its mutants apply on top of and the
+    directory of its known-bad patches.  The section's own base and patches
+    are those of its base variant's version."""
+    own = defined[mutants["base"]].version
+    out = {own: {"base": mutants["base"], "patches": mutants["patches"]}}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a mapping of kernel versions to "
+                          f"{{{_join(_MUTANT_VERSION_KEYS)}}}; found {value!r}")
+    for version, spec in value.items():
+        at = f"{where}.{version}"
+        _version(version, f"{where}: key")
+        spec = _mapping(spec, at, _MUTANT_VERSION_KEYS)
+        for key in _MUTANT_VERSION_KEYS:
+            if not isinstance(spec.get(key), str) or not spec[key]:
+                raise ConfigError(f"{at}.{key}: expected a non-empty string, "
+                                  f"found {spec.get(key)!r}")
+        names.one(spec["base"], "variants", f"{at}.base")
+        if defined[spec["base"]].version != version:
+            raise ConfigError(f"{at}.base: variant {spec['base']!r} is a "
+                              f"{defined[spec['base']].version} kernel, not {version}")
+        if version in out:
+            raise ConfigError(f"{at}: {version} is already the version of mutants.base")
+        out[version] = {"base": spec["base"], "patches": base / spec["patches"]}
+    return out
 
 
 def mutant_cells(m: Matrix, variant_names: Iterable[str], *,

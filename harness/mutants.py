@@ -10,7 +10,12 @@ git-style trailers of its description, what must catch it:
 
 `make mutants` builds each on top of the base variant's series (matrix.yaml
 mutants:), boots the mutants: cells, and judges it caught when every
-Caught-by pattern matches something that failed in its cells.  A cell that
+Caught-by pattern matches something that failed in its cells.
+
+Another kernel version has a directory of its own (mutants: versions:)
+with a quilt-style `series` naming its known-bad patches: the ones that
+still apply as they are (`../0009-...patch`) and ports where the code
+moved; a comment there says why any other is left out.  A cell that
 could not be built or booted ("error") proves nothing and counts against it.
 """
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError
+from .kbuild import DEFAULT_VERSION, read_series
 from .matrix import Variant
 from .results import NO_RESULT_PREFIX, CellResult
 from .status import FAILING, Status
@@ -42,7 +48,9 @@ def variant_name(patch: Path) -> str:
     return re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-")
 
 
-def parse(patch: Path) -> Mutant:
+def parse(patch: Path, version: str = DEFAULT_VERSION) -> Mutant:
+    """version: the kernel it is built on; other than the default, its
+    variant name says it (m0009-...-6.12)."""
     try:
         text = patch.read_text(errors="replace")
     except OSError as e:
@@ -57,21 +65,29 @@ def parse(patch: Path) -> Mutant:
         raise ConfigError(f"{patch}: no 'Caught-by: <test pattern>' trailer in its description; "
                           "a known-bad patch must name the tests that catch it "
                           "(see harness/mutants.py)")
-    return Mutant(variant_name(patch), patch, " ".join(fields["Mutant"]),
+    name = variant_name(patch) + ("" if version == DEFAULT_VERSION else f"-{version}")
+    return Mutant(name, patch, " ".join(fields["Mutant"]),
                   tuple(fields["Caught-by"]), " ".join(fields["Exposed-in"]))
 
 
-def discover(directory: Path) -> list[Mutant]:
-    patches = sorted(directory.glob("*.patch"))
+def discover(directory: Path, version: str = DEFAULT_VERSION) -> list[Mutant]:
+    """The known-bad patches of a directory: those its series names, in
+    order, or else every *.patch in it."""
+    if (directory / "series").is_file():
+        patches = list(read_series(directory / "series"))
+    else:
+        patches = sorted(directory.glob("*.patch"))
     if not patches:
         raise ConfigError(f"{directory}: no *.patch files: nothing to run")
-    return [parse(p) for p in patches]
+    return [parse(p, version) for p in patches]
 
 
 def as_variant(mutant: Mutant, base: Variant) -> Variant:
+    """The base kernel plus the known-bad patch.  The base's known failures
+    stay expected (xfail), so that only a new failure catches the mutant."""
     return Variant(mutant.variant, base.series, mutant.summary or mutant.patch.name,
-                   base.tree, patches=(*base.patches, mutant.patch), workspace=True,
-                   catches=mutant.caught_by)
+                   base.tree, base.known_failures, patches=(*base.patches, mutant.patch),
+                   workspace=True, catches=mutant.caught_by, version=base.version)
 
 
 @dataclass(frozen=True)

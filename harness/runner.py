@@ -211,8 +211,13 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
     selftests and initramfs.  What fails to build is recorded in broken:
     the cells that need it become "error" cells, the others still boot."""
     art = Artifacts()
+    # The selftests are built against the default version's kselftest
+    # headers, whatever kernels boot them: one initramfs per arch.
+    versions = dict.fromkeys([kbuild.DEFAULT_VERSION, *(
+        matrix.variants[c.variant].version for c in cells
+        if c.variant in matrix.variants and matrix.variants[c.variant].tree is None)])
     with _Timer(timings, "extract"):
-        pristine = kbuild.extract(build)
+        pristine = {v: kbuild.extract(build, version=v) for v in versions}
     for arch_name in dict.fromkeys(c.arch for c in cells):
         variants = list(dict.fromkeys(c.variant for c in cells if c.arch == arch_name))
         _build_kernels(matrix, arch_name, variants, pristine, repo, build, make_jobs,
@@ -220,7 +225,8 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
         arch = ARCHS[arch_name]
         try:
             with _Timer(timings, "selftests"):
-                stage = initramfs.build_selftests(repo, pristine, arch, build, make_jobs)
+                stage = initramfs.build_selftests(repo, pristine[kbuild.DEFAULT_VERSION], arch,
+                                                  build, make_jobs)
             with _Timer(timings, "initramfs"):
                 art.initrds[arch_name] = initramfs.build_initramfs(repo, build, arch, stage)
         except HarnessError as e:
@@ -230,7 +236,8 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
     return art
 
 
-def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str], pristine: Path,
+def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str],
+                   pristine: dict[str, Path],
                    repo: Path, build: Path, make_jobs: int, timings: dict[str, float],
                    art: Artifacts, log: Log) -> None:
     arch = ARCHS[arch_name]
@@ -243,9 +250,10 @@ def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str], pristine
         except HarnessError as e:
             art.broken[(arch_name, v)] = str(e)
             continue
-        sources[v] = (variant.tree or pristine, patches)
+        sources[v] = (variant.tree or pristine[variant.version], patches)
     plan = kbuild.plan(build, arch, sources,
-                       {v: fragments(repo, arch_name, build) for v in sources})
+                       {v: fragments(repo, arch_name, build) for v in sources},
+                       {v: matrix.variants[v].version for v in sources})
     built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
     for v, k in plan.items():
         if k.out not in built:

@@ -3,7 +3,7 @@
 # Idempotent and quick when everything is already there: 'make deps'.
 set -eu
 
-packages="linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev openssl cpio
+packages="linux-source-6.1 linux-source-6.12 gcc make flex bison bc libelf-dev libssl-dev openssl cpio
 e2fsprogs qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu
 libc6-dev-arm64-cross binutils busybox-static attr ima-evm-utils
 python3-pytest python3-yaml xz-utils patch"

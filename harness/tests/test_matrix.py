@@ -242,16 +242,28 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "arch, variant, mode, policy, hash, setattr; found {'policy': 'legacy'}"),
     (_set("variants.Patched", {}),
      "matrix.yaml: variants: bad variant name 'Patched'; use lower-case letters, "
-     "digits and '-', starting with a letter or digit"),
+     "digits, '-' and '.', starting with a letter or digit"),
+    (_set("variants.new", {"version": 6.12}),
+     "matrix.yaml: variants.new.version: expected a kernel version such as \"6.12\" "
+     "(Debian's linux-source-<version>), found 6.12 (quote it: YAML reads 6.10 as the "
+     "number 6.1)"),
+    (_set("variants.new", {"version": "6.12.118"}),
+     "matrix.yaml: variants.new.version: expected a kernel version such as \"6.12\" "
+     "(Debian's linux-source-<version>), found '6.12.118'"),
+    (_set("variants.mine", {"tree": "../linux", "version": "6.12"}),
+     "matrix.yaml: variants.mine: has both tree: and version:; version: picks one of "
+     "Debian's trees, tree: is a tree of your own: drop one"),
     (_set("variants.patched", {"series": ["a.patch"]}),
      "matrix.yaml: variants.patched.series: expected a non-empty string, "
      "found ['a.patch']"),
     (_set("variants.patched", {"series": ""}),
      "matrix.yaml: variants.patched.series: expected a non-empty string, found ''"),
     (_set("variants.patched", {"serie": "kernel-patches/series"}),
-     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, tree, note, known_failures, known_splats"),
+     "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, version, tree, note, "
+     "known_failures, known_splats"),
     (_set("variants", {}),
-     "matrix.yaml: variants: expected a mapping of variant names to {series, tree, note, known_failures, known_splats}; "
+     "matrix.yaml: variants: expected a mapping of variant names to {series, version, tree, note, "
+     "known_failures, known_splats}; "
      "found {}"),
     ([1, 2],
      "matrix.yaml: expected a mapping with keys variants, matrix, mutants, timeout, memory; "
@@ -416,3 +428,51 @@ def test_mutant_cells(write) -> None:
         matrix.load(write(c))
     assert str(e.value) == ("matrix.yaml: mutants.base: unknown variant 'nope'; "
                             "defined variants: stock, patched, skip-exec-appraisal")
+
+
+def test_a_variant_of_another_kernel_version(write) -> None:
+    c = config()
+    c["variants"]["patched-6.12"] = {"version": "6.12", "series": "kernel-patches/6.12/series"}
+    m = matrix.load(write(c), variants="stock,patched-6.12")
+    assert (m.variants["stock"].version, m.variants["patched-6.12"].version) == ("6.1", "6.12")
+    assert m.variants["patched-6.12"].series == Path("kernel-patches/6.12/series")
+    assert "x86_64-patched-6.12-enforce-builtin-sha1-keep" in [c.id for c in m.cells]
+
+
+MUTANTS = {"patches": "kernel-patches/regressions", "base": "patched", "archs": ["x86_64"],
+           "modes": ["enforce"], "policies": ["custom"]}
+
+
+def test_mutants_of_each_version(write) -> None:
+    c = config()
+    c["variants"]["patched-6.12"] = {"version": "6.12", "series": "kernel-patches/6.12/series"}
+    c["mutants"] = {**MUTANTS, "versions": {"6.12": {"base": "patched-6.12",
+                                                     "patches": "kernel-patches/regressions/6.12"}}}
+    m = matrix.load(write(c))
+    assert m.mutants["versions"] == {
+        "6.1": {"base": "patched", "patches": Path("kernel-patches/regressions")},
+        "6.12": {"base": "patched-6.12", "patches": Path("kernel-patches/regressions/6.12")}}
+
+
+@pytest.mark.parametrize("versions, message", [
+    ({"6.12": {"base": "patched", "patches": "x"}},
+     "matrix.yaml: mutants.versions.6.12.base: variant 'patched' is a 6.1 kernel, not 6.12"),
+    ({"6.12": {"base": "patched-6.12"}},
+     "matrix.yaml: mutants.versions.6.12.patches: expected a non-empty string, found None"),
+    ({"6.1": {"base": "patched", "patches": "x"}},
+     "matrix.yaml: mutants.versions.6.1: 6.1 is already the version of mutants.base"),
+    ({6.12: {"base": "patched-6.12", "patches": "x"}},
+     "matrix.yaml: mutants.versions: key: expected a kernel version such as \"6.12\" "
+     "(Debian's linux-source-<version>), found 6.12 (quote it: YAML reads 6.10 as the "
+     "number 6.1)"),
+    ([1],
+     "matrix.yaml: mutants.versions: expected a mapping of kernel versions to "
+     "{patches, base}; found [1]"),
+])
+def test_mutant_version_errors(write, versions: Any, message: str) -> None:
+    c = config()
+    c["variants"]["patched-6.12"] = {"version": "6.12", "series": "kernel-patches/6.12/series"}
+    c["mutants"] = {**MUTANTS, "versions": versions}
+    with pytest.raises(ConfigError) as e:
+        matrix.load(write(c))
+    assert str(e.value) == message
