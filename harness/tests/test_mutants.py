@@ -69,3 +69,49 @@ def test_trailers(tmp_path: Path) -> None:
 def test_shipped_mutants_parse() -> None:
     found = regressions.discover(REPO / "kernel-patches" / "regressions")
     assert len({m.variant for m in found}) == len(found)
+
+
+def test_a_version_directory_names_its_mutants_in_a_series(tmp_path: Path) -> None:
+    body = "Subject: x\n\nCaught-by: open_test/*\n---\n"
+    (tmp_path / "0001-REGRESSION-ima-a.patch").write_text(body)
+    (tmp_path / "0002-REGRESSION-ima-b.patch").write_text(body)
+    (tmp_path / "6.12").mkdir()
+    (tmp_path / "6.12" / "0002-REGRESSION-ima-b.patch").write_text(body)
+    (tmp_path / "6.12" / "series").write_text(
+        "# 0001 applies as it is, 0002 is ported\n../0001-REGRESSION-ima-a.patch\n"
+        "0002-REGRESSION-ima-b.patch\n")
+    found = regressions.discover(tmp_path / "6.12", "6.12")
+    assert [(m.variant, m.patch) for m in found] == [
+        ("m0001-ima-a-6.12", tmp_path / "6.12" / "../0001-REGRESSION-ima-a.patch"),
+        ("m0002-ima-b-6.12", tmp_path / "6.12" / "0002-REGRESSION-ima-b.patch")]
+    # Without a series, every patch of the directory; the default version
+    # keeps the names it always had.
+    assert [m.variant for m in regressions.discover(tmp_path)] == ["m0001-ima-a", "m0002-ima-b"]
+
+
+def test_a_mutant_keeps_its_base_kernel_and_known_failures() -> None:
+    from harness import matrix
+    m = matrix.load(REPO / "matrix.yaml")
+    for version, own in m.mutants["versions"].items():
+        base = m.variants[own["base"]]
+        for mu in regressions.discover(own["patches"], version):
+            v = regressions.as_variant(mu, base)
+            assert (v.version, v.series, v.known_failures) == \
+                (version, base.series, base.known_failures)
+            assert v.patches[-1] == mu.patch
+
+
+def test_every_version_has_a_mutant_for_every_case() -> None:
+    # test_matrix.py checks 6.1's; the ports must not lose a case either.
+    import fnmatch
+
+    from harness import matrix
+    from harness.cases import expected_cases
+    m = matrix.load(REPO / "matrix.yaml")
+    names = [c.id for c in expected_cases(REPO / "selftests")]
+    for version, own in m.mutants["versions"].items():
+        patterns = [p for mu in regressions.discover(own["patches"], version)
+                    for p in mu.caught_by]
+        assert (version, [n for n in names
+                          if not any(fnmatch.fnmatchcase(n, p) for p in patterns)]) == \
+            (version, [])
