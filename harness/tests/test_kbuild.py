@@ -190,3 +190,35 @@ def test_a_patch_that_does_not_apply_leaves_the_tree_as_it_was(pristine: Path,
         kbuild.patched_tree(pristine, "v", (stale,), tmp_path / "log")
     assert (tree / "lib" / "answer.c").read_text() == "int answer = 42;\n"
     assert sorted(p.name for p in (tree / "lib").iterdir()) == ["answer.c", "other.c"]
+
+
+def test_each_version_is_extracted_beside_the_others(tmp_path: Path) -> None:
+    for version in ("6.1", "6.12"):
+        src = tmp_path / "pack" / f"linux-source-{version}"
+        src.mkdir(parents=True)
+        (src / "Makefile").write_text(f"# {version}\n")
+        assert os.system(f"tar -C {tmp_path / 'pack'} -cJf {tmp_path}/{version}.tar.xz "
+                         f"linux-source-{version}") == 0
+    old = kbuild.extract(tmp_path / "build", tmp_path / "6.1.tar.xz")
+    new = kbuild.extract(tmp_path / "build", tmp_path / "6.12.tar.xz", version="6.12")
+    assert (old, new) == (tmp_path / "build/src/linux-source-6.1",
+                          tmp_path / "build/src/linux-source-6.12")
+    assert [(t / "Makefile").read_text() for t in (old, new)] == ["# 6.1\n", "# 6.12\n"]
+    assert kbuild.tarball_of("6.12") == Path("/usr/src/linux-source-6.12.tar.xz")
+    with pytest.raises(BuildError) as e:
+        kbuild.extract(tmp_path / "build", tmp_path / "gone.tar.xz", version="6.13")
+    assert str(e.value) == (f"{tmp_path}/gone.tar.xz not found: install Debian's "
+                            "linux-source-6.13 package ('make deps')")
+
+
+def test_each_version_takes_its_turns_in_a_workspace_of_its_own(tmp_path: Path) -> None:
+    from harness.archs import ARCHS
+    # 6.1's keeps its old name: its build in an existing build directory stays.
+    assert [kbuild.workspace_name(v) for v in ("6.1", "6.12")] == \
+        ["workspace", "workspace-6.12"]
+    trees = {"stock": (tmp_path / "linux-source-6.1", ()),
+             "stock-6.12": (tmp_path / "linux-source-6.12", ())}
+    plan = kbuild.plan(tmp_path, ARCHS["x86_64"], trees, {v: () for v in trees},
+                       {"stock-6.12": "6.12"})
+    assert [(k.variant, k.version, k.out.name) for k in plan.values()] == \
+        [("stock", "6.1", "x86_64-stock"), ("stock-6.12", "6.12", "x86_64-stock-6.12")]

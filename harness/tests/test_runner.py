@@ -254,3 +254,34 @@ def test_manifest_parts_in_one_directory_are_one_manifest(tmp_path: Path) -> Non
     assert str(e.value) == (f"cell {x86[0].id} is in both {tmp_path / 'a' / 'manifest-again.json'}"
                             f" and {tmp_path / 'a' / 'manifest-x86_64.json'}: give each part "
                             "other arches or variants")
+
+
+def test_each_variant_is_built_from_its_versions_tree(monkeypatch, tmp_path: Path) -> None:
+    from harness import initramfs, kbuild
+    m = matrix.load(REPO / "matrix.yaml", archs="x86_64", modes="enforce",
+                    policies="custom", variants="patched-6.12,stock")
+    extracted, built, selftests = [], [], []
+
+    def extract(build: Path, tarball: Path | None = None, version: str = "6.1") -> Path:
+        extracted.append(version)
+        return tmp_path / f"linux-source-{version}"
+
+    def build_kernel(build: Path, k: kbuild.Kernel, jobs: int, workspace: bool = False,
+                     lenient: tuple[Path, ...] = ()) -> tuple[kbuild.Kernel, int]:
+        built.append((k.variant, k.tree.name, k.version, [p.name for p in k.patches][:1]))
+        return k, 0
+
+    monkeypatch.setattr(kbuild, "extract", extract)
+    monkeypatch.setattr(kbuild, "build_kernel", build_kernel)
+    monkeypatch.setattr(runner, "fragments", lambda repo, arch, build: ())
+    monkeypatch.setattr(initramfs, "build_selftests",
+                        lambda repo, tree, arch, build, jobs: selftests.append(tree.name))
+    monkeypatch.setattr(initramfs, "build_initramfs", lambda *a: tmp_path / "initrd")
+    runner.build_stage(m, list(m.cells), REPO, tmp_path, 1, {}, lambda msg: None)
+    assert extracted == ["6.1", "6.12"]
+    assert built == [
+        ("patched-6.12", "linux-source-6.12", "6.12",
+         ["0002-ima-add-ima_appraise_setattr-to-remove-security.ima.patch"]),
+        ("stock", "linux-source-6.1", "6.1", [])]
+    # One initramfs per arch: the selftests are built against 6.1's headers.
+    assert selftests == ["linux-source-6.1"]
