@@ -115,3 +115,12 @@ def test_every_version_has_a_mutant_for_every_case() -> None:
         assert (version, [n for n in names
                           if not any(fnmatch.fnmatchcase(n, p) for p in patterns)]) == \
             (version, [])
+
+
+def test_a_port_is_caught_by_what_its_original_is() -> None:
+    # A port drifts when the 6.1 mutant gains a Caught-by: (a new test)
+    # and its port does not.
+    regs = REPO / "kernel-patches" / "regressions"
+    for port in sorted((regs / "6.12").glob("*.patch")):
+        assert (port.name, regressions.parse(port).caught_by) == \
+            (port.name, regressions.parse(regs / port.name).caught_by)
