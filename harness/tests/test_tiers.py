@@ -146,3 +146,19 @@ def test_partition_without_expected_times() -> None:
     shards = matrix.partition(cells, 2, {cells[0].id: 100.0, cells[1].id: 20.0})
     assert shards == [[cells[0], cells[1]], list(cells[2:])]
     assert matrix.partition(cells, 8, {})[5:] == [[], [], []]
+
+
+def test_the_tier_of_each_arch_and_version_is_its_share_of_the_whole() -> None:
+    # CI builds each arch and kernel version on a machine of its own
+    # (--archs, --variants: .github/workflows/matrix.yml) and boots the
+    # union: it must be the tier `make check` boots.
+    path = REPO / "matrix.yaml"
+    m = matrix.load(path)
+    versions: dict[str, list[str]] = {}
+    for name in dict.fromkeys(c.variant for c in m.cells):
+        versions.setdefault(m.variants[name].version, []).append(name)
+    parts = [c for arch in ("x86_64", "aarch64") for names in versions.values()
+             for c in matrix.covering_tier(matrix.load(path, archs=arch, variants=names))]
+    assert sorted(parts, key=lambda c: c.id) == sorted(matrix.covering_tier(m),
+                                                        key=lambda c: c.id)
+    assert set(versions) == {"6.1", "6.12"}
