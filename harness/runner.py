@@ -257,7 +257,9 @@ def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str],
     built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
     for v, k in plan.items():
         if k.out not in built:
-            built[k.out] = _build_one(matrix, build, k, make_jobs, timings, art, log, pristine)
+            # A tree of one's own is compared with 6.1's (ktree.overlay).
+            built[k.out] = _build_one(matrix, build, k, make_jobs, timings, art, log,
+                                      pristine[kbuild.DEFAULT_VERSION])
         outcome = built[k.out]
         if isinstance(outcome, str):
             art.broken[(arch_name, v)] = outcome

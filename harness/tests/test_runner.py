@@ -267,7 +267,8 @@ def test_each_variant_is_built_from_its_versions_tree(monkeypatch, tmp_path: Pat
         return tmp_path / f"linux-source-{version}"
 
     def build_kernel(build: Path, k: kbuild.Kernel, jobs: int, workspace: bool = False,
-                     lenient: tuple[Path, ...] = ()) -> tuple[kbuild.Kernel, int]:
+                     lenient: tuple[Path, ...] = (), overlay: object = None
+                     ) -> tuple[kbuild.Kernel, int]:
         built.append((k.variant, k.tree.name, k.version, [p.name for p in k.patches][:1]))
         return k, 0
 
