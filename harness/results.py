@@ -171,13 +171,11 @@ def _read_boot(boot: Boot, known_splat: Callable[[str], str | None]) -> _Seen:
     console = boot.outcome.console
     run = ktap.parse(console)
     log = kernlog.read(console)
-    times = {line.number: line.time for line in log.lines}
     marks = kernlog.marks(log)
     found = []
     for sp in splat_scanner.scan(log.scan_text):
-        time = sp.time if sp.time is not None else times.get(sp.line)
-        test = kernlog.case_at(marks, time, sp.line) if time is not None else None
-        found.append(dataclasses.replace(sp, time=time, test=test, console=boot.console,
+        test = kernlog.case_at(marks, sp.time, sp.line) if sp.time is not None else None
+        found.append(dataclasses.replace(sp, test=test, console=boot.console,
                                          known=known_splat(sp.signature)))
     return _Seen(boot, run, log, tuple(found), marks)
 
