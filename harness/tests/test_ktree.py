@@ -142,3 +142,34 @@ def test_a_turn_with_an_overlay_then_without(pristine: Path, repo: Path,
     kbuild.patched_tree(pristine, "workspace", (), log, always_copy=True)
     assert (ws / "lib" / "answer.c").read_text() == "int answer = 41;\n"
     assert (ws / "lib" / "gone.c").read_text() == "int gone;\n"
+
+
+def test_the_runner_builds_such_a_tree_as_a_turn_and_records_its_commit(
+        pristine: Path, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import matrix as matrix_mod, runner
+    (repo / "lib" / "answer.c").write_text("int answer = 42;\n")
+    git(repo, "commit", "-qam", "change")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    calls = []
+
+    def build_kernel(build, k, jobs, workspace=False, lenient=(), overlay=None):
+        calls.append(overlay)
+        return k, 3
+
+    monkeypatch.setattr(kbuild, "build_kernel", build_kernel)
+    monkeypatch.setattr(runner, "fragments", lambda repo, arch, build: ())
+    m = matrix_mod.load(Path(runner.__file__).parent.parent / "matrix.yaml", archs="x86_64",
+                        kernel_tree=repo)
+    art = runner.Artifacts()
+    lines: list[str] = []
+    runner._build_kernels(m, "x86_64", ["local"], pristine, repo, tmp_path / "build", 1, {},
+                          art, lines.append)
+    assert calls == [ktree.Overlay(pristine, repo, ("lib/answer.c",))]
+    tree = {"path": str(repo), "describe": head[:7], "commit": head}
+    assert art.trees == {"local": tree}
+    assert art.builds[0]["tree"] == tree
+    assert art.kernels[("x86_64", "local")].patches == f"variant local: {repo} at {head[:7]} ({head})\n"
+    assert lines[:2] == [
+        f"kernel x86_64-local: {repo} at {head[:7]} ({head})",
+        f"kernel x86_64-local: {repo} differs from linux-source-6.1 in 1 file(s): "
+        "a turn of the shared workspace"]
