@@ -218,10 +218,34 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
         if c.variant in matrix.variants and matrix.variants[c.variant].tree is None)])
     with _Timer(timings, "extract"):
         pristine = {v: kbuild.extract(build, version=v) for v in versions}
-    for arch_name in dict.fromkeys(c.arch for c in cells):
+    keys.ensure(build)      # before the threads below, which all need it
+    arches = list(dict.fromkeys(c.arch for c in cells))
+    # Each kernel version takes its turns in a workspace of its own, so the
+    # versions build side by side: a build leaves a core idle in its serial
+    # steps (the vmlinux links, kallsyms, objtool, compressing the image),
+    # which another version's build fills.  Within a version the kernels
+    # take turns, arch by arch.  A tree of one's own may take 6.1's.
+    groups: dict[str, list[tuple[str, list[str]]]] = {}
+    for arch_name in arches:
+        for v in dict.fromkeys(c.variant for c in cells if c.arch == arch_name):
+            variant = matrix.variants.get(v)
+            group = variant.version if variant and variant.tree is None \
+                else kbuild.DEFAULT_VERSION
+            turns = groups.setdefault(group, [])
+            if not turns or turns[-1][0] != arch_name:
+                turns.append((arch_name, []))
+            turns[-1][1].append(v)
+
+    def build_group(turns: list[tuple[str, list[str]]]) -> None:
+        for arch_name, variants in turns:
+            _build_kernels(matrix, arch_name, variants, pristine, repo, build, make_jobs,
+                           timings, art, log)
+
+    with ThreadPoolExecutor(max_workers=max(len(groups), 1)) as pool:
+        for f in [pool.submit(build_group, turns) for turns in groups.values()]:
+            f.result()
+    for arch_name in arches:
         variants = list(dict.fromkeys(c.variant for c in cells if c.arch == arch_name))
-        _build_kernels(matrix, arch_name, variants, pristine, repo, build, make_jobs,
-                       timings, art, log)
         arch = ARCHS[arch_name]
         try:
             with _Timer(timings, "selftests"):
