@@ -301,3 +301,43 @@ def test_a_panic_asks_for_the_programs_that_never_started() -> None:
     assert r.status == Status.PANIC
     assert r.rerun == ("fput_test", "mmap_test")
     assert [(sp.kind, sp.test) for sp in r.splats] == [("panic", "open_test/f.b")]
+
+
+def _recorded_boot(name: str, console_file: str = "console.log") -> results.Boot:
+    """A recorded boot; the programs it ran are those its console reports."""
+    from harness import ktap
+    text = (DATA / name).read_text()
+    return results.Boot(outcome(text), tuple(s.name for s in ktap.parse(text).suites),
+                        console_file)
+
+
+def _recorded_cases(boot: results.Boot) -> tuple[Case, ...]:
+    from harness import ktap
+    return tuple(Case(s.name, c.name) for s in ktap.parse(boot.outcome.console).suites
+                 for c in s.cases)
+
+
+def test_real_continuation_boot_reports_the_splat_after_the_first() -> None:
+    # x86_64 enforce-custom with mutants 0011 and 0051 (2026-12-03): boot 1
+    # lost lockdep in fput_test, boot 2 ran the programs after it and lost it
+    # again in lockwalk_test (0011 once more, through remap_file_pages()).
+    first = _recorded_boot("real_x86_64_0011_0051_boot1.log")
+    second = _recorded_boot("real_x86_64_0011_0051_boot2.log", "console-2.log")
+    assert first.programs[5:7] == ("fput_test", "xattr_test")
+    assert second.programs == first.programs[6:]
+    expected = _recorded_cases(first)
+    alone = results.evaluate_boots(CELL, [first], expected, "tcg")
+    assert alone.rerun == first.programs[6:]
+    r = results.evaluate_boots(CELL, [first, second], expected, "tcg")
+    assert [(sp.kind, sp.test, sp.console) for sp in r.splats] == [
+        ("lockdep-circular", "fput_test/deferred_fput.munmap_last_reference", "console.log"),
+        ("lockdep-circular", "lockwalk_test/lockwalk.remap_file_pages_exec", "console-2.log")]
+    assert r.splats[0].title == ("possible circular locking dependency: acquiring "
+                                 "&iint_mutex_key[depth] while holding &mm->mmap_lock")
+    assert r.test("lockwalk_test/lockwalk.remap_file_pages_exec").reason.startswith(
+        "kernel splat: lockdep-circular: possible circular locking dependency")
+    # xattr_test ran with lockdep off in boot 1: its cases come from boot 2.
+    assert r.test("xattr_test/" + next(c.name for c in expected
+                                       if c.suite == "xattr_test")).status == Status.PASS
+    assert (r.boots, r.rerun, r.status) == (2, (), Status.FAIL)
+    assert not any("no kernel report" in p or "wrapped" in p for p in r.problems)
