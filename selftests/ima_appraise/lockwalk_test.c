@@ -25,6 +25,12 @@
  * report in this boot) checks only its outcome: that report already
  * failed the cell.
  *
+ * The walks that map the file come last, those whose munmap() or exit
+ * releases a written file last of all: a kernel with a lockdep
+ * regression on that path (0011) and one on another (0050, 0051) then
+ * reports each in its own walk, and a continuation boot after the first
+ * report still reaches the second.
+ *
  * Not walked: a final fput() from a kernel thread (fput() from a
  * PF_KTHREAD task goes to delayed_fput_list, and a kworker runs
  * __fput()).  Nothing user space can do reaches it in these kernels:
@@ -275,6 +281,126 @@ TEST_F(lockwalk, truncate_path)
 }
 
 /*
+ * chmod, chown and utimes: notify_change() under i_rwsem, then
+ * ima_inode_post_setattr().  The file stays root's, so in policy: its
+ * label stays (also with ima_appraise_setattr=remove) and it still
+ * passes.
+ */
+TEST_F(lockwalk, chmod_chown_utimes)
+{
+	if (self->env.skip)
+		return;
+	ASSERT_EQ(0, chmod(self->env.path, 0700));
+	ASSERT_EQ(0, chown(self->env.path, 0, 0));
+	ASSERT_EQ(0, utimes(self->env.path, NULL));
+	expect_unchanged(_metadata, self);
+	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
+	expect_unchanged(_metadata, self);
+}
+
+/*
+ * setxattr and removexattr of security.ima: vfs_setxattr() under
+ * i_rwsem, ima_inode_setxattr() resets the appraisal cached by the first
+ * open; the next open appraises the new value (wrong, then missing).
+ */
+TEST_F(lockwalk, setxattr_removexattr)
+{
+	struct ima_env *env = &self->env;
+
+	if (env->skip)
+		return;
+	ASSERT_EQ(0, test_open(env->path, O_RDONLY));
+	expect_not_logged(_metadata, &env->log, env->path, NULL);
+	ima_env_watch(_metadata, env);
+	set_ima_state(_metadata, env->path, STATE_WRONG, env->good);
+	ASSERT_EQ(expected_errno(&env->cell, STATE_WRONG),
+		  test_open(env->path, O_RDONLY));
+	expect_ima_after(_metadata, &env->cell, env->path, STATE_WRONG,
+			 env->good);
+	expect_audited(_metadata, &env->cell, &env->log, env->path,
+		       STATE_WRONG);
+
+	ima_env_watch(_metadata, env);
+	set_ima_state(_metadata, env->path, STATE_MISSING, env->good);
+	ASSERT_EQ(expected_errno(&env->cell, STATE_MISSING),
+		  test_open(env->path, O_RDONLY));
+	expect_ima_after(_metadata, &env->cell, env->path, STATE_MISSING,
+			 env->good);
+	expect_audited(_metadata, &env->cell, &env->log, env->path,
+		       STATE_MISSING);
+}
+
+/*
+ * Through an overlay on the test directory: an appraised open of the
+ * lower file (iint->mutex -> the overlay inode's i_rwsem), a chmod that
+ * copies it up (the overlay inode's i_rwsem, the copy-up lock, the upper
+ * directory's and file's i_rwsem), then the last writer through the
+ * overlay labels the upper copy.
+ */
+TEST_F(lockwalk, overlay_copy_up)
+{
+	char lower[DIR_MAX + 8], upper[DIR_MAX + 8], work[DIR_MAX + 8];
+	char merged[DIR_MAX + 8], opts[4 * DIR_MAX + 128];
+	char lfile[PATH_MAX], ufile[PATH_MAX], mfile[PATH_MAX];
+	char *both = NULL;
+	struct statfs sfs;
+	int fd;
+
+	if (self->env.skip)
+		return;
+	if (self->env.cell.policy == POLICY_CUSTOM)
+		policy_add_rule(_metadata, OVERLAY_RULE);
+	snprintf(lower, sizeof(lower), "%s/lower", self->env.dir);
+	snprintf(upper, sizeof(upper), "%s/upper", self->env.dir);
+	snprintf(work, sizeof(work), "%s/work", self->env.dir);
+	snprintf(merged, sizeof(merged), "%s/merged", self->env.dir);
+	snprintf(lfile, sizeof(lfile), "%s/%s", lower, file_name);
+	snprintf(ufile, sizeof(ufile), "%s/%s", upper, file_name);
+	snprintf(mfile, sizeof(mfile), "%s/%s", merged, file_name);
+	ASSERT_EQ(0, mkdir(lower, 0755));
+	ASSERT_EQ(0, mkdir(upper, 0755));
+	ASSERT_EQ(0, mkdir(work, 0755));
+	ASSERT_EQ(0, mkdir(merged, 0755));
+	/* The labelled file becomes the lower file. */
+	ASSERT_EQ(0, rename(self->env.path, lfile));
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s,upperdir=%s,workdir=%s,metacopy=off", lower,
+		 upper, work);
+	ASSERT_EQ(0, mount("overlay", merged, "overlay", 0, opts))
+	{
+		TH_LOG("mount overlay %s: %s", opts, strerror(errno));
+	}
+	EXPECT_EQ(0, statfs(merged, &sfs));
+	EXPECT_EQ(OVERLAYFS_SUPER_MAGIC, sfs.f_type);
+
+	EXPECT_EQ(0, test_open(mfile, O_RDONLY));
+	EXPECT_EQ(0, chmod(mfile, 0750));
+	expect_ima_is(_metadata, ufile, self->env.good, self->env.good_len);
+	EXPECT_EQ(0, test_open(mfile, O_RDONLY));
+
+	fd = open_file(_metadata, mfile, O_WRONLY | O_APPEND);
+	if (fd >= 0) {
+		EXPECT_EQ(strlen(appended),
+			  write(fd, appended, strlen(appended)));
+		EXPECT_EQ(0, close(fd));
+	}
+	EXPECT_EQ(0, umount2(merged, 0))
+	{
+		TH_LOG("umount %s: %s", merged, strerror(errno));
+	}
+	EXPECT_LT(0, asprintf(&both, "%s%s", self->old, appended));
+	if (both) {
+		expect_contents(_metadata, ufile, both);
+		expect_labelled_after_close(_metadata, &self->env.cell, ufile,
+					    both, self->env.good,
+					    self->env.good_len);
+		free(both);
+	}
+	expect_contents(_metadata, lfile, self->old);
+	expect_ima_is(_metadata, lfile, self->env.good, self->env.good_len);
+}
+
+/*
  * An O_DIRECT write whose buffer is a fresh, never touched, shared
  * mapping of the appraised file: ext4_dio_write_iter() holds the
  * target's i_rwsem while get_user_pages() takes mmap_lock and faults the
@@ -382,17 +508,23 @@ TEST_F(lockwalk, remap_file_pages_exec)
 	int want = mmap_rule && self->env.cell.mode == MODE_ENFORCE ? EACCES :
 								      0;
 	char *map;
+	int fd;
 
 	if (self->env.skip)
 		return;
 	ima_env_watch(_metadata, &self->env);
-	map = map_shared(_metadata, self, PROT_READ | PROT_EXEC, O_RDWR);
+	fd = open_file(_metadata, self->env.path, O_RDWR);
+	ASSERT_LE(0, fd);
+	map = mmap(NULL, self->page, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
 	ASSERT_EQ(want, remap_file_pages(map, self->page, 0, 0, 0) ? errno : 0)
 	{
 		TH_LOG("remap_file_pages: %s", strerror(errno));
 	}
 	EXPECT_EQ(0, memcmp(self->old, map, self->page));
 	ASSERT_EQ(0, munmap(map, self->page));
+	/* The last release is here, not in munmap(): one path per walk. */
+	ASSERT_EQ(0, close(fd));
 	expect_unchanged(_metadata, self);
 	if (mmap_rule)
 		expect_logged(_metadata, &self->env.log, self->env.path,
@@ -519,126 +651,6 @@ TEST_F(lockwalk, fork_with_mapping)
 		TH_LOG("child status %#x", status);
 	}
 	expect_relabelled(_metadata, self, self->new);
-}
-
-/*
- * chmod, chown and utimes: notify_change() under i_rwsem, then
- * ima_inode_post_setattr().  The file stays root's, so in policy: its
- * label stays (also with ima_appraise_setattr=remove) and it still
- * passes.
- */
-TEST_F(lockwalk, chmod_chown_utimes)
-{
-	if (self->env.skip)
-		return;
-	ASSERT_EQ(0, chmod(self->env.path, 0700));
-	ASSERT_EQ(0, chown(self->env.path, 0, 0));
-	ASSERT_EQ(0, utimes(self->env.path, NULL));
-	expect_unchanged(_metadata, self);
-	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
-	expect_unchanged(_metadata, self);
-}
-
-/*
- * setxattr and removexattr of security.ima: vfs_setxattr() under
- * i_rwsem, ima_inode_setxattr() resets the appraisal cached by the first
- * open; the next open appraises the new value (wrong, then missing).
- */
-TEST_F(lockwalk, setxattr_removexattr)
-{
-	struct ima_env *env = &self->env;
-
-	if (env->skip)
-		return;
-	ASSERT_EQ(0, test_open(env->path, O_RDONLY));
-	expect_not_logged(_metadata, &env->log, env->path, NULL);
-	ima_env_watch(_metadata, env);
-	set_ima_state(_metadata, env->path, STATE_WRONG, env->good);
-	ASSERT_EQ(expected_errno(&env->cell, STATE_WRONG),
-		  test_open(env->path, O_RDONLY));
-	expect_ima_after(_metadata, &env->cell, env->path, STATE_WRONG,
-			 env->good);
-	expect_audited(_metadata, &env->cell, &env->log, env->path,
-		       STATE_WRONG);
-
-	ima_env_watch(_metadata, env);
-	set_ima_state(_metadata, env->path, STATE_MISSING, env->good);
-	ASSERT_EQ(expected_errno(&env->cell, STATE_MISSING),
-		  test_open(env->path, O_RDONLY));
-	expect_ima_after(_metadata, &env->cell, env->path, STATE_MISSING,
-			 env->good);
-	expect_audited(_metadata, &env->cell, &env->log, env->path,
-		       STATE_MISSING);
-}
-
-/*
- * Through an overlay on the test directory: an appraised open of the
- * lower file (iint->mutex -> the overlay inode's i_rwsem), a chmod that
- * copies it up (the overlay inode's i_rwsem, the copy-up lock, the upper
- * directory's and file's i_rwsem), then the last writer through the
- * overlay labels the upper copy.
- */
-TEST_F(lockwalk, overlay_copy_up)
-{
-	char lower[DIR_MAX + 8], upper[DIR_MAX + 8], work[DIR_MAX + 8];
-	char merged[DIR_MAX + 8], opts[4 * DIR_MAX + 128];
-	char lfile[PATH_MAX], ufile[PATH_MAX], mfile[PATH_MAX];
-	char *both = NULL;
-	struct statfs sfs;
-	int fd;
-
-	if (self->env.skip)
-		return;
-	if (self->env.cell.policy == POLICY_CUSTOM)
-		policy_add_rule(_metadata, OVERLAY_RULE);
-	snprintf(lower, sizeof(lower), "%s/lower", self->env.dir);
-	snprintf(upper, sizeof(upper), "%s/upper", self->env.dir);
-	snprintf(work, sizeof(work), "%s/work", self->env.dir);
-	snprintf(merged, sizeof(merged), "%s/merged", self->env.dir);
-	snprintf(lfile, sizeof(lfile), "%s/%s", lower, file_name);
-	snprintf(ufile, sizeof(ufile), "%s/%s", upper, file_name);
-	snprintf(mfile, sizeof(mfile), "%s/%s", merged, file_name);
-	ASSERT_EQ(0, mkdir(lower, 0755));
-	ASSERT_EQ(0, mkdir(upper, 0755));
-	ASSERT_EQ(0, mkdir(work, 0755));
-	ASSERT_EQ(0, mkdir(merged, 0755));
-	/* The labelled file becomes the lower file. */
-	ASSERT_EQ(0, rename(self->env.path, lfile));
-	snprintf(opts, sizeof(opts),
-		 "lowerdir=%s,upperdir=%s,workdir=%s,metacopy=off", lower,
-		 upper, work);
-	ASSERT_EQ(0, mount("overlay", merged, "overlay", 0, opts))
-	{
-		TH_LOG("mount overlay %s: %s", opts, strerror(errno));
-	}
-	EXPECT_EQ(0, statfs(merged, &sfs));
-	EXPECT_EQ(OVERLAYFS_SUPER_MAGIC, sfs.f_type);
-
-	EXPECT_EQ(0, test_open(mfile, O_RDONLY));
-	EXPECT_EQ(0, chmod(mfile, 0750));
-	expect_ima_is(_metadata, ufile, self->env.good, self->env.good_len);
-	EXPECT_EQ(0, test_open(mfile, O_RDONLY));
-
-	fd = open_file(_metadata, mfile, O_WRONLY | O_APPEND);
-	if (fd >= 0) {
-		EXPECT_EQ(strlen(appended),
-			  write(fd, appended, strlen(appended)));
-		EXPECT_EQ(0, close(fd));
-	}
-	EXPECT_EQ(0, umount2(merged, 0))
-	{
-		TH_LOG("umount %s: %s", merged, strerror(errno));
-	}
-	EXPECT_LT(0, asprintf(&both, "%s%s", self->old, appended));
-	if (both) {
-		expect_contents(_metadata, ufile, both);
-		expect_labelled_after_close(_metadata, &self->env.cell, ufile,
-					    both, self->env.good,
-					    self->env.good_len);
-		free(both);
-	}
-	expect_contents(_metadata, lfile, self->old);
-	expect_ima_is(_metadata, lfile, self->env.good, self->env.good_len);
 }
 
 TEST_HARNESS_MAIN
