@@ -216,8 +216,9 @@ def check(build: Path, log=print) -> list[str]:
     times: list[tuple[float, str]] = []
     lines = []
     try:
+        # Unbuffered: each step's lines as they come, not at its end.
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=clean_env())
+                                text=True, env={**clean_env(), "PYTHONUNBUFFERED": "1"})
         assert proc.stdout is not None
         for line in proc.stdout:
             line = line.rstrip("\n")
