@@ -1,7 +1,7 @@
 # IMA appraisal selftests and their QEMU matrix.  'make help' lists targets.
 #
 #   make run                 build what changed, boot the whole matrix
-#   make check               unit tests, then the covering tier of the matrix (CI)
+#   make check               unit tests, the bisect proof, 6.1's covering tier (CI)
 #   make run K='aarch64 and enforce and exec'      pytest -k selection
 #   make run VARIANTS=patched HASHES=sha256        narrow any axis (comma lists)
 #   make run KERNEL_TREE=~/src/linux               your own kernel tree, as variant "local"
@@ -49,7 +49,7 @@ help:
 	@echo '             MODES= POLICIES= K=); bad when SPLAT= (title, signature or kind) is'
 	@echo '             printed or TEST= (<program>/<case>) fails.  The command it hands to'
 	@echo '             git bisect run is scripts/bisect-run (exit 0/1/125, 128 stops)'
-	@echo '  bisect-check  the proof that bisect works: a git repository of'
+	@echo '  bisect-check  the proof that bisect works (in check): a git repository of'
 	@echo '             Debian'"'"'s tree with a known lockdep regression among five commits'
 	@echo '  mutants    boot every known-bad patch of kernel-patches/regressions on top of'
 	@echo '             the series (x86_64 unless ARCHS=; MUTANTS=<names> picks some;'
@@ -83,6 +83,7 @@ unit: deps
 CHECK_VARIANTS ?= stock,patched
 
 check: unit
+	$(Q)$(MAKE) --no-print-directory bisect-check
 	$(Q)$(MAKE) --no-print-directory run TIER=$(or $(TIER),covering) \
 		VARIANTS=$(or $(VARIANTS),$(CHECK_VARIANTS))
 
