@@ -37,8 +37,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="space-separated patch files: boots variant 'extra' (patched's series "
                      "and these patches on top)")
     g.addoption("--tier", default=os.environ.get("TIER", "full"), choices=matrix_mod.TIERS,
-                help="full: every cell of the matrix; covering: the cells `make check` "
-                     "boots (harness/matrix.py covering_tier)")
+                help="full: every cell of the matrix; covering: one cell per arch x "
+                     "variant x mode x policy and more (harness/matrix.py covering_tier); "
+                     "check: the covering cells of the kernels matrix.yaml check: names "
+                     "(what `make check` boots)")
     g.addoption("--jobs", type=int, default=None, help="guests booted at once (default: CPUs)")
     g.addoption("--make-jobs", type=int, default=None,
                 help="make -j for kernels and selftests (default: CPUs)")

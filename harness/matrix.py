@@ -71,7 +71,9 @@ SETATTR: dict[str, str] = {"keep": "", "remove": "ima_appraise_setattr=remove"}
 DEFAULT_TIMEOUT = 150
 DEFAULT_MEMORY = 512
 
-_TOP_KEYS = ("variants", "matrix", "mutants", "timeout", "memory")
+_TOP_KEYS = ("variants", "matrix", "mutants", "check", "timeout", "memory")
+# A check: entry: which kernels' covering cells `make check` boots.
+_CHECK_KEYS = ("variants", "archs")
 # matrix axis -> what one value is called (and its key in an exclusion or a
 # known failure's cells:), in the order cells are generated
 _AXES = {"archs": "arch", "variants": "variant", "modes": "mode", "policies": "policy",
@@ -169,6 +171,8 @@ class Matrix:
     timeout: int
     memory: int
     mutants: dict[str, Any] | None = None   # the raw mutants: section, checked
+    # check: section: (variants, archs) pairs; None: every kernel's
+    check: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] | None = None
 
 
 def check_known_failures(variant: Variant, tests: Iterable[str]) -> list[str]:
@@ -455,12 +459,32 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
                                                defined, mutants)
         _cells(mutants, where, names, {}, {"variants": (mutants["base"],)})   # check it
 
+    check = None
+    if "check" in top:
+        check = _check(top["check"], f"{name}: check", names)
+
     return Matrix(path=path, variants=defined, cells=cells,
                   timeout=_positive_int(top.get("timeout", DEFAULT_TIMEOUT),
                                         f"{name}: timeout"),
                   memory=_positive_int(top.get("memory", DEFAULT_MEMORY),
                                        f"{name}: memory"),
-                  mutants=mutants)
+                  mutants=mutants, check=check)
+
+
+def _check(value: Any, where: str,
+           names: _Names) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{where}: expected a non-empty list of mappings with keys "
+                          f"{_join(_CHECK_KEYS)}; found {value!r}")
+    out = []
+    for i, entry in enumerate(value):
+        at = f"{where}[{i}]"
+        entry = _mapping(entry, at, _CHECK_KEYS)
+        if "variants" not in entry:
+            raise ConfigError(f"{at}: missing key 'variants'")
+        out.append((names.axis(entry["variants"], "variants", f"{at}.variants"),
+                    names.axis(entry.get("archs", list(ARCHS)), "archs", f"{at}.archs")))
+    return tuple(out)
 
 
 def _mutant_versions(value: Any, where: str, base: Path, names: _Names,
@@ -504,7 +528,7 @@ def mutant_cells(m: Matrix, variant_names: Iterable[str], *,
 
 # ---- tiers ------------------------------------------------------------------
 
-TIERS = ("full", "covering")
+TIERS = ("full", "covering", "check")
 # The axes the covering tier boots every combination of (per arch and
 # variant); the others only need each of their values somewhere.
 _GROUP_AXES = ("arch", "variant", "mode", "policy")
@@ -569,11 +593,29 @@ def covering_tier(m: Matrix) -> tuple[Cell, ...]:
     return tuple(c for c in m.cells if c in chosen)
 
 
+def check_tier(m: Matrix) -> tuple[Cell, ...]:
+    """The covering cells of the kernels matrix.yaml's check: section names
+    (what `make check` boots inside CI's budget; every kernel's when it has
+    none).  Covering groups are per arch and variant, so each named kernel
+    keeps all of its covering cells."""
+    if m.check is None:
+        return covering_tier(m)
+    cells = tuple(c for c in covering_tier(m)
+                  if any(c.variant in vs and c.arch in archs for vs, archs in m.check))
+    if m.cells and not cells:
+        raise ConfigError(f"{m.path}: check: names none of the selected kernels "
+                          f"({_join(sorted({f'{c.arch}-{c.variant}' for c in m.cells}))}); "
+                          "use TIER=covering for them")
+    return cells
+
+
 def tier_cells(m: Matrix, tier: str) -> tuple[Cell, ...]:
     if tier == "full":
         return m.cells
     if tier == "covering":
         return covering_tier(m)
+    if tier == "check":
+        return check_tier(m)
     raise ConfigError(f"unknown tier {tier!r}; allowed: {_join(TIERS)}")
 
 

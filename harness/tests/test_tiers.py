@@ -104,7 +104,61 @@ def test_tier_cells() -> None:
     assert matrix.tier_cells(m, "full") == m.cells
     with pytest.raises(ConfigError) as e:
         matrix.tier_cells(m, "quick")
-    assert str(e.value) == "unknown tier 'quick'; allowed: full, covering"
+    assert str(e.value) == "unknown tier 'quick'; allowed: full, covering, check"
+
+
+def test_the_check_tier_is_the_covering_tier_of_the_kernels_check_names() -> None:
+    m = _repo_matrix()
+    tier = matrix.tier_cells(m, "check")
+    kernels = {(c.arch, c.variant) for c in tier}
+    assert kernels == {(a, v) for a in ("x86_64", "aarch64") for v in ("stock", "patched")} \
+        | {("x86_64", "stock-6.12"), ("x86_64", "patched-6.12")}
+    # Each kernel named keeps every covering cell it has.
+    assert set(tier) == {c for c in matrix.covering_tier(m) if (c.arch, c.variant) in kernels}
+    # x86_64's 6.12 cells include those its known-bad kernels are caught in.
+    caught_in = {(c.mode, c.policy, c.hash, c.setattr)
+                 for c in matrix.mutant_cells(m, ["patched-6.12"])}
+    assert caught_in <= {(c.mode, c.policy, c.hash, c.setattr) for c in tier
+                         if c.variant == "patched-6.12"}
+
+
+def _with_check(tmp_path: Path, check) -> Path:
+    doc = yaml.safe_load((REPO / "matrix.yaml").read_text())
+    (tmp_path / "kernel-patches").symlink_to(REPO / "kernel-patches")
+    if check is None:
+        del doc["check"]
+    else:
+        doc["check"] = check
+    path = tmp_path / "matrix.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_without_a_check_section_check_is_covering(tmp_path: Path) -> None:
+    m = matrix.load(_with_check(tmp_path, None))
+    assert matrix.tier_cells(m, "check") == matrix.covering_tier(m)
+
+
+def test_a_selection_check_does_not_name_is_an_error() -> None:
+    m = matrix.load(REPO / "matrix.yaml", archs="aarch64", variants="stock-6.12")
+    with pytest.raises(ConfigError) as e:
+        matrix.tier_cells(m, "check")
+    assert str(e.value) == (f"{REPO / 'matrix.yaml'}: check: names none of the selected "
+                            "kernels (aarch64-stock-6.12); use TIER=covering for them")
+
+
+@pytest.mark.parametrize("check, message", [
+    ([], "check: expected a non-empty list of mappings with keys variants, archs; found []"),
+    ([{"archs": ["x86_64"]}], "check[0]: missing key 'variants'"),
+    ([{"variants": ["stock"], "arch": ["x86_64"]}], "check[0]: unknown key 'arch'"),
+    ([{"variants": ["stock-6.6"]}], "check[0].variants: unknown variant 'stock-6.6'"),
+    ([{"variants": ["stock"], "archs": ["riscv64"]}], "check[0].archs: unknown arch 'riscv64'"),
+])
+def test_check_section_errors(tmp_path: Path, check, message: str) -> None:
+    path = _with_check(tmp_path, check)
+    with pytest.raises(ConfigError) as e:
+        matrix.load(path)
+    assert str(e.value).startswith(f"{path}: {message}")
 
 
 # ---- shards -----------------------------------------------------------------
