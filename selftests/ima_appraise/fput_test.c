@@ -140,32 +140,10 @@ TEST_F(deferred_fput, munmap_last_reference)
  */
 TEST_F(deferred_fput, exit_without_munmap)
 {
-	int status;
-	pid_t pid;
-
 	if (self->env.skip)
 		return;
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		int fd = open(self->env.path, O_RDWR | O_CLOEXEC);
-		char *map;
-
-		if (fd < 0)
-			_exit(1);
-		map = mmap(NULL, strlen(OLD_CONTENTS), PROT_READ | PROT_WRITE,
-			   MAP_SHARED, fd, 0);
-		if (map == MAP_FAILED)
-			_exit(2);
-		close(fd);
-		memcpy(map, NEW_CONTENTS, strlen(NEW_CONTENTS));
-		_exit(0);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-	{
-		TH_LOG("child status %#x", status);
-	}
+	child_writes_mapping_and_exits(_metadata, self->env.path, NEW_CONTENTS,
+				       strlen(NEW_CONTENTS));
 	assert_new_label(_metadata, self, NEW_CONTENTS);
 }
 

@@ -587,32 +587,10 @@ TEST_F(lockwalk, mremap_then_munmap)
  */
 TEST_F(lockwalk, exit_with_mapping)
 {
-	int status;
-	pid_t pid;
-
 	if (self->env.skip)
 		return;
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		int fd = open(self->env.path, O_RDWR | O_CLOEXEC);
-		char *map;
-
-		if (fd < 0)
-			_exit(1);
-		map = mmap(NULL, self->page, PROT_READ | PROT_WRITE, MAP_SHARED,
-			   fd, 0);
-		if (map == MAP_FAILED)
-			_exit(2);
-		close(fd);
-		memcpy(map, self->new, self->page);
-		_exit(0);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-	{
-		TH_LOG("child status %#x", status);
-	}
+	child_writes_mapping_and_exits(_metadata, self->env.path, self->new,
+				       self->page);
 	expect_relabelled(_metadata, self, self->new);
 }
 

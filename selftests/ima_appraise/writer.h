@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers of the tests of what happens after a file is written: the last
- * writer (lastwriter_test), the deferred final fput (fput_test),
- * security.ima changes (xattr_test) and metadata changes (setattr_test).
+ * writer (lastwriter_test), the deferred final fput (fput_test), the lock
+ * walks (lockwalk_test), security.ima changes (xattr_test) and metadata
+ * changes (setattr_test).
  */
 
 #ifndef _IMA_APPRAISE_WRITER_H
@@ -41,6 +42,44 @@ static inline void expect_labelled_after_close(
 		expect_ima_is(_metadata, path, old, old_len);
 	} else {
 		expect_no_ima(_metadata, path);
+	}
+}
+
+/*
+ * A child opens path, maps its first len bytes shared, closes the
+ * descriptor, writes data through the mapping and exits without munmap():
+ * exit_mmap() drops the last reference, and exit_task_work() runs the
+ * final fput() before the parent can reap the child.  So when this
+ * returns, the last writer's update is done.
+ */
+static inline void
+child_writes_mapping_and_exits(struct __test_metadata *const _metadata,
+			       const char *path, const char *data, size_t len)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+		char *map;
+
+		if (fd < 0)
+			_exit(1);
+		map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			   0);
+		if (map == MAP_FAILED)
+			_exit(2);
+		close(fd);
+		memcpy(map, data, len);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	{
+		TH_LOG("child status %#x (exit 1: open %s failed, 2: mmap failed)",
+		       status, path);
 	}
 }
 
