@@ -7,13 +7,15 @@ program; a square is coloured by the worst of that program's results in that
 cell and holds its counts, its title (the tooltip) names the cases that did
 not pass.  Each row links the cell's console.log, qemu-cmdline.sh,
 kernel.config and patches.txt, and each kernel splat to its headline in a
-line-numbered copy of the console (<cell>/console.html#L<n>, written for
-cells with splats).  Links are relative: the run directory can be moved or
+line-numbered copy of the console it is in (<cell>/console.html#L<n>, or
+console-<n>.html of a continuation boot's console-<n>.log; written for the
+consoles with splats).  Links are relative: the run directory can be moved or
 served as files.  No script: a checkbox hides passing rows with CSS alone.
 """
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -30,6 +32,10 @@ _SHORT = {Status.FAIL: "f", Status.XPASS: "xp", Status.XFAIL: "xf", Status.SKIP:
 ARTIFACTS = {"console.log": "console", "qemu-cmdline.sh": "qemu", "kernel.config": "config",
              "patches.txt": "patches"}
 _REASON_MAX = 300
+# The consoles a cell's splats can be in: its first boot's and those of its
+# continuation boots (runner._boot_once()).  Any other name in results.json
+# is not a file of the cell's to open.
+_CONSOLE = re.compile(r"console(-[0-9]+)?\.log")
 
 
 class ReportError(HarnessError):
@@ -49,7 +55,13 @@ class Square:
 class SplatLink:
     kind: str
     title: str
-    line: int | None            # headline's line in console.log, None if not found there
+    line: int | None            # headline's line in console, None if not found there
+    console: str = "console.log"    # the cell's console it is in
+
+    @property
+    def page(self) -> str:
+        """The line-numbered copy of its console."""
+        return console_page_name(self.console)
 
 
 @dataclass(frozen=True)
@@ -79,16 +91,27 @@ def programs(cells: list[dict]) -> list[str]:
     return list(dict.fromkeys(t["name"].split("/", 1)[0] for c in cells for t in c["tests"]))
 
 
-def _splats(cell: dict, console: str | None) -> tuple[SplatLink, ...]:
-    found = list(splat_scanner.scan(console)) if console is not None else []
+def console_page_name(console: str) -> str:
+    """console.log -> console.html, console-2.log -> console-2.html."""
+    return console.removesuffix(".log") + ".html"
+
+
+def _splats(cell: dict, cell_dir: Path) -> tuple[SplatLink, ...]:
+    found: dict[str, list] = {}     # console name -> its splats not matched yet
     links = []
     for s in cell.get("splats", ()):
-        # The same scanner made results.json's list: match by kind and title,
-        # each scanned splat used once.
-        hit = next((f for f in found if (f.kind, f.title) == (s["kind"], s["title"])), None)
+        name = s.get("console", "console.log")
+        if name not in found:
+            path = cell_dir / name
+            found[name] = (list(splat_scanner.scan(path.read_text(errors="replace")))
+                           if _CONSOLE.fullmatch(name) and path.is_file() else [])
+        # The same scanner made results.json's list: match by kind and title
+        # in the console it names, each scanned splat used once.
+        hit = next((f for f in found[name] if (f.kind, f.title) == (s["kind"], s["title"])),
+                   None)
         if hit:
-            found.remove(hit)
-        links.append(SplatLink(s["kind"], s["title"], hit.line if hit else None))
+            found[name].remove(hit)
+        links.append(SplatLink(s["kind"], s["title"], hit.line if hit else None, name))
     return tuple(links)
 
 
@@ -100,9 +123,6 @@ def rows(run_dir: Path, doc: dict) -> list[Row]:
         for t in cell["tests"]:
             by_prog[t["name"].split("/", 1)[0]].append(t)
         d = run_dir / cell["id"]
-        console = d / "console.log"
-        text = (console.read_text(errors="replace")
-                if cell.get("splats") and console.is_file() else None)
         href = quote(cell["id"])
         links = [(name, f"{href}/{quote(name)}") for name in ARTIFACTS if (d / name).is_file()]
         # Splat files a runner may keep next to the console, and the
@@ -113,7 +133,7 @@ def rows(run_dir: Path, doc: dict) -> list[Row]:
         # Per-program seconds: "timing": {"programs": {name: s}} (harness/timing.py).
         seconds = (cell.get("timing") or {}).get("programs") or {}
         out.append(Row(cell, tuple(_square(p, by_prog[p], seconds.get(p)) for p in progs),
-                       _splats(cell, text), tuple(links)))
+                       _splats(cell, d), tuple(links)))
     return out
 
 
@@ -170,7 +190,7 @@ def _row_html(row: Row) -> str:
     classes = " ".join(filter(None, ("ok" if ok else "", "has-splat" if row.splats else "")))
     href = quote(c["id"])
     splats = "<br>".join(
-        f'<a href="{href}/console.html#L{s.line}" title="{_e(s.title)}">{_e(s.kind)}</a>'
+        f'<a href="{href}/{quote(s.page)}#L{s.line}" title="{_e(s.title)}">{_e(s.kind)}</a>'
         if s.line else f'<span title="{_e(s.title)}">{_e(s.kind)}</span>' for s in row.splats)
     links = " ".join(f'<a href="{_e(h)}" title="{_e(name)}">{_e(ARTIFACTS.get(name, name))}</a>'
                      for name, h in row.links)
@@ -260,19 +280,20 @@ sk skipped; hover for case names</p>
 """
 
 
-def console_page(cell_id: str, console: str, marked: set[int]) -> str:
+def console_page(cell_id: str, console: str, marked: set[int],
+                 name: str = "console.log") -> str:
     lines = "\n".join(
         f'<span id="L{n}"{" class=m" if n in marked else ""}>{_e(line)}</span>'
         for n, line in enumerate(console.split("\n"), 1))
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_e(cell_id)}: console</title>
+<html lang="en"><head><meta charset="utf-8"><title>{_e(cell_id)}: {_e(name)}</title>
 <style>pre {{ counter-reset: n; font: 12px/1.3 ui-monospace, monospace; white-space: pre-wrap; }}
 pre span {{ counter-increment: n; }}
 pre span::before {{ content: counter(n); display: inline-block; width: 5ch;
   margin-right: 1ch; color: #999; text-align: right; }}
 pre span.m {{ background: #ffd6d6; font-weight: 700; }}
 pre span:target {{ outline: 2px solid #b00020; }}</style></head>
-<body><p><a href="../report.html">report</a> &middot; <a href="console.log">console.log</a></p>
+<body><p><a href="../report.html">report</a> &middot; <a href="{_e(quote(name))}">{_e(name)}</a></p>
 <pre>{lines}</pre></body></html>
 """
 
@@ -288,16 +309,21 @@ def load(run_dir: Path) -> dict:
 
 
 def write(run_dir: Path) -> Path:
-    """Writes run_dir/report.html (and console.html of cells with splats)
-    from run_dir/results.json; returns the page's path."""
+    """Writes run_dir/report.html (and the line-numbered copy of each
+    console with splats) from run_dir/results.json; returns the page's
+    path."""
     doc = load(run_dir)
     grid = rows(run_dir, doc)
     for row in grid:
-        marked = {s.line for s in row.splats if s.line}
-        if marked:
-            d = run_dir / row.cell["id"]
-            text = (d / "console.log").read_text(errors="replace")
-            (d / "console.html").write_text(console_page(row.cell["id"], text, marked))
+        marked: dict[str, set[int]] = {}
+        for s in row.splats:
+            if s.line:
+                marked.setdefault(s.console, set()).add(s.line)
+        d = run_dir / row.cell["id"]
+        for name, lines in marked.items():
+            text = (d / name).read_text(errors="replace")
+            (d / console_page_name(name)).write_text(
+                console_page(row.cell["id"], text, lines, name))
     out = run_dir / "report.html"
     out.write_text(page(doc, grid))
     return out

@@ -3,7 +3,8 @@ stock and patched, enforce and fix, builtin policy: cell skips everywhere,
 and two stock cells failing the 6.1.192 known failures as crashes, as the
 harness judged them then), and of a run made the way the runner makes one
 from a real console of a known-bad kernel that deadlocked with a lockdep
-splat and was killed at the timeout."""
+splat and was killed at the timeout, and of one whose second splat was
+reported by a continuation boot (console-2.log)."""
 from __future__ import annotations
 
 import json
@@ -15,14 +16,17 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from harness import report, results
+from harness import ktap, report, results
 from harness.__main__ import main
+from harness.cases import Case
 from harness.matrix import Cell
 from harness.qemu import BootOutcome
 from harness.tests.recorded import RECORDED_CASES
 
 DATA = Path(__file__).parent / "test_data"
 LOCKDEP = Cell("x86_64", "m0007-ima-take-i-rwsem-outside-iint-mutex", "enforce", "builtin")
+# mutants 0011 and 0051 together: two boots, a lockdep splat in each.
+CONTINUED = Cell("x86_64", "extra", "enforce", "custom", "sha1", "remove")
 VOID = {"meta", "br", "input", "link", "hr", "img"}
 
 
@@ -83,10 +87,32 @@ def lockdep_run(run: Path) -> None:
     results.write_json(run / "results.json", "lockdep", [cell], {"boot": 150.0})
 
 
+def continued_run(run: Path) -> None:
+    """The files the runner writes for a cell whose first boot lost lockdep
+    in fput_test and whose continuation boot reported another splat
+    (real consoles, x86_64 enforce-custom, mutants 0011 and 0051)."""
+    out = run / CONTINUED.id
+    out.mkdir(parents=True)
+    boots = []
+    for n, name in ((1, "real_x86_64_0011_0051_boot1.log"),
+                    (2, "real_x86_64_0011_0051_boot2.log")):
+        console = (DATA / name).read_text()
+        file = "console.log" if n == 1 else f"console-{n}.log"
+        (out / file).write_text(console)
+        boots.append(results.Boot(BootOutcome(console, 0, False, 60.0, ()),
+                                  tuple(s.name for s in ktap.parse(console).suites), file))
+    expected = tuple(Case(s.name, c.name)
+                     for s in ktap.parse(boots[0].outcome.console).suites for c in s.cases)
+    cell = results.evaluate_boots(CONTINUED, boots, expected, "tcg", out)
+    results.write_json(run / "results.json", "continued", [cell], {"boot": 120.0})
+
+
 def written(name: str, tmp: Path) -> tuple[Path, Page]:
     run = tmp / name
     if name == "run-lockdep":
         lockdep_run(run)
+    elif name == "run-continued":
+        continued_run(run)
     else:
         shutil.copytree(DATA / name, run)
     page = report.write(run)
@@ -151,8 +177,29 @@ def test_a_failing_cell_and_its_splat(tmp_path: Path) -> None:
     assert "report.html" in lines.hrefs[0]
 
 
+def test_a_splat_of_a_continuation_boot_links_into_its_console(tmp_path: Path) -> None:
+    run, page = written("run-continued", tmp_path)
+    row = page.row(CONTINUED.id)
+    assert row["splats"][2] == "lockdep-circularlockdep-circular"
+    hrefs = [h for h in page.hrefs if "#L" in h]
+    assert [h.split("#")[0] for h in hrefs] == [f"{CONTINUED.id}/console.html",
+                                                f"{CONTINUED.id}/console-2.html"]
+    doc = json.loads((run / "results.json").read_text())
+    for href, splat in zip(hrefs, doc["cells"][0]["splats"]):
+        page_name, _, anchor = href.partition("/")[2].partition("#L")
+        log = page_name.removesuffix(".html") + ".log"
+        assert splat["console"] == log
+        # The anchor is the headline's line in that console, not in console.log.
+        headline = (run / CONTINUED.id / log).read_text().split("\n")[int(anchor) - 1]
+        assert "WARNING: possible circular locking dependency detected" in headline
+        lines = Page((run / CONTINUED.id / page_name).read_text())
+        assert f"L{anchor}" in lines.ids
+        assert lines.hrefs == ["../report.html", log]
+    assert hrefs[0].partition("#")[2] != hrefs[1].partition("#")[2]
+
+
 def test_links_are_relative_and_lead_to_the_artifacts(tmp_path: Path) -> None:
-    for name in ("run-x86_64", "run-lockdep"):
+    for name in ("run-x86_64", "run-lockdep", "run-continued"):
         run, page = written(name, tmp_path)
         moved = run.rename(tmp_path / f"moved-{name}")
         doc = json.loads((moved / "results.json").read_text())
