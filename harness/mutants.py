@@ -84,10 +84,12 @@ def discover(directory: Path, version: str = DEFAULT_VERSION) -> list[Mutant]:
 
 def as_variant(mutant: Mutant, base: Variant) -> Variant:
     """The base kernel plus the known-bad patch.  The base's known failures
-    stay expected (xfail), so that only a new failure catches the mutant."""
+    and known splats stay expected (xfail, known), so that only a new
+    failure catches the mutant."""
     return Variant(mutant.variant, base.series, mutant.summary or mutant.patch.name,
                    base.tree, base.known_failures, patches=(*base.patches, mutant.patch),
-                   workspace=True, catches=mutant.caught_by, version=base.version)
+                   workspace=True, catches=mutant.caught_by, known_splats=base.known_splats,
+                   version=base.version)
 
 
 @dataclass(frozen=True)
@@ -98,13 +100,14 @@ class Verdict:
 
 
 def failures(cells: list[CellResult]) -> list[tuple[str, str]]:
-    """(name, cell id) of every failed test and every splat."""
+    """(name, cell id) of every failed test and every splat the variant
+    does not expect (a known splat: its base kernel shows it too)."""
     found = []
     for c in cells:
         # A test with no result line (crash, timeout) proves nothing about it.
         found += [(t.name, c.cell.id) for t in c.tests
                   if t.status in FAILING and not t.reason.startswith(NO_RESULT_PREFIX)]
-        found += [(f"splat:{s.kind}", c.cell.id) for s in c.splats]
+        found += [(f"splat:{s.kind}", c.cell.id) for s in c.splats if not s.known]
     return found
 
 

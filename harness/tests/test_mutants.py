@@ -101,6 +101,30 @@ def test_a_mutant_keeps_its_base_kernel_and_known_failures() -> None:
             assert v.patches[-1] == mu.patch
 
 
+def test_a_mutant_keeps_its_base_kernels_known_splats() -> None:
+    # A base kernel known to splat in enforce cells: the same splat on the
+    # mutant is the base's, not the mutant's, and cannot catch it.
+    from harness.matrix import KnownSplat, Variant
+    log = "real_x86_64_lockdep_deadlock_killed.log"
+    cell = Cell("x86_64", "m0099-ima-x", "enforce", "builtin")
+    [splat] = evaluate(log, cell, timed_out=True).splats
+    reason = "the base kernel's own report"
+    base = Variant("patched", REPO / "kernel-patches" / "series", known_splats=(
+        KnownSplat(splat.signature, (("mode", ("enforce",)),), reason),))
+    mu = regressions.Mutant("m0099-ima-x", REPO / "0099.patch", "x",
+                            ("splat:lockdep-circular",), "")
+    v = regressions.as_variant(mu, base)
+    assert v.known_splats == base.known_splats
+    assert v.known_splat(cell, splat.signature) == reason
+    assert v.known_splat(Cell("x86_64", v.name, "fix", "custom"), splat.signature) is None
+    outcome = BootOutcome((DATA / log).read_text(), None, True, 4.0, ())
+    seen = results.evaluate(cell, outcome, EXPECTED, "tcg",
+                            known_splat=lambda sig: v.known_splat(cell, sig))
+    assert [s.known for s in seen.splats] == [reason]
+    verdict = regressions.judge(v.name, v.catches, [seen])
+    assert (verdict.caught, verdict.evidence) == (False, ("splat:lockdep-circular: NOTHING FAILED",))
+
+
 def test_every_version_has_a_mutant_for_every_case() -> None:
     # test_matrix.py checks 6.1's; the ports must not lose a case either.
     import fnmatch
