@@ -58,7 +58,8 @@ class BuiltKernel:
     image: Path
     config: Path
     patches: str    # the cell's patches.txt: the tree and each patch with its sha256
-    # To decode its splats' stack traces (none in an exported artifact directory).
+    # To decode its splats' stack traces (an artifact directory carries
+    # the vmlinux and the tree's decoding scripts: export()).
     symbols: splats.Symbols | None = None
 
 
@@ -346,7 +347,9 @@ def expected_seconds(cells: list[Cell], build: Path) -> dict[str, float]:
 
 def export(art: Artifacts, cells: list[Cell], expected: tuple[Case, ...], matrix: Matrix,
            expected_s: dict[str, float], out: Path, part: str = "") -> Path:
-    """Copies what booting cells needs into out (kernels/<arch>-<variant>/,
+    """Copies what booting cells needs into out (kernels/<arch>-<variant>/:
+    the image, its .config, and its vmlinux and the tree's decoding scripts
+    so that splats get file:line on a machine without the build;
     initramfs/<arch>.cpio) and writes out/manifest.json: the cells, their
     expected times, the test cases, and paths relative to out, so the
     directory can move to another machine.  With part (an arch, say, built
@@ -362,6 +365,16 @@ def export(art: Artifacts, cells: list[Cell], expected: tuple[Case, ...], matrix
         kernels[f"{arch}-{variant}"] = {"image": str((d / k.image.name).relative_to(out)),
                                         "config": str((d / "config").relative_to(out)),
                                         "patches": k.patches}
+        sym = k.symbols
+        if sym and sym.vmlinux.is_file() and all(p.is_file() for p in sym.scripts):
+            shutil.copyfile(sym.vmlinux, d / "vmlinux")
+            (d / "scripts").mkdir(exist_ok=True)
+            for script in sym.scripts:
+                shutil.copy(script, d / "scripts" / script.name)     # with its x bit
+            kernels[f"{arch}-{variant}"]["symbols"] = {
+                "vmlinux": str((d / "vmlinux").relative_to(out)),
+                "tree": str(d.relative_to(out)),
+                "basepath": sym.basepath or str(sym.tree)}
     for arch, initrd in art.initrds.items():
         dest = out / "initramfs" / initrd.name
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -443,8 +456,12 @@ def _load_part(path: Path) -> Manifest:
         art = Artifacts(builds=list(doc.get("builds", [])))
         for name, k in doc["kernels"].items():
             arch, variant = name.split("-", 1)
-            art.kernels[(arch, variant)] = BuiltKernel(base / k["image"], base / k["config"],
-                                                       k["patches"])
+            sym = k.get("symbols")
+            art.kernels[(arch, variant)] = BuiltKernel(
+                base / k["image"], base / k["config"], k["patches"],
+                splats.Symbols(base / sym["vmlinux"], base / sym["tree"], base / sym["tree"],
+                               ARCHS[arch].cross_compile if arch in ARCHS else "",
+                               sym["basepath"]) if sym else None)
         art.initrds = {a: base / p for a, p in doc["initramfs"].items()}
         for name, why in doc["broken"].items():
             arch, variant = name.split("-", 1)
@@ -456,7 +473,9 @@ def _load_part(path: Path) -> Manifest:
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"{where}: damaged manifest ({type(e).__name__}: {e}); "
                           "rebuild it with 'python3 -m harness build --out DIR'") from None
-    missing = [p for p in (*(k.image for k in art.kernels.values()), *art.initrds.values())
+    missing = [p for p in (*(k.image for k in art.kernels.values()), *art.initrds.values(),
+                           *(f for k in art.kernels.values() if k.symbols
+                             for f in (k.symbols.vmlinux, *k.symbols.scripts)))
                if not p.is_file()]
     if missing:
         raise ConfigError(f"{where}: {missing[0]} is missing: copy the whole artifact "

@@ -510,14 +510,25 @@ class Symbols:
     tree: Path              # the source tree it was built from (holds the script)
     build: Path             # its build (O=) directory
     cross_compile: str = ""  # binutils prefix for another arch's vmlinux
+    # Where the tree was when the kernel was built: the prefix the script
+    # strips from file names.  "": tree itself (an artifact directory's
+    # copy of the scripts is not where the sources were).
+    basepath: str = ""
+
+    @property
+    def scripts(self) -> tuple[Path, ...]:
+        """The tree's files decoding runs: the script and the decodecode
+        it calls for Code: lines (an artifact directory carries them)."""
+        return (self.tree / "scripts" / "decode_stacktrace.sh",
+                self.tree / "scripts" / "decodecode")
 
     def decode(self, body: str) -> str:
         """body with file:line after each frame; raises OSError or
         subprocess.SubprocessError when the script cannot."""
         env = clean_env() | ({"CROSS_COMPILE": self.cross_compile} if self.cross_compile else {})
         proc = subprocess.run(
-            [str(self.tree / "scripts" / "decode_stacktrace.sh"), str(self.vmlinux),
-             str(self.tree), str(self.build)],
+            [str(self.scripts[0]), str(self.vmlinux), self.basepath or str(self.tree),
+             str(self.build)],
             input=body, capture_output=True, text=True, env=env, timeout=DECODE_TIMEOUT_S,
             check=False)
         if proc.returncode != 0 or not proc.stdout.strip():

@@ -174,6 +174,63 @@ def test_the_manifest_is_relocatable(tmp_path: Path) -> None:
     assert path.name == "manifest.json"
 
 
+def test_an_artifact_directory_carries_what_decodes_splats(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A shard boots from a moved artifact directory, on a machine without
+    # the build: its splats still get file:line, from the vmlinux and the
+    # tree's scripts/decode_stacktrace.sh (a stand-in here, as in
+    # test_splats.py) that the directory carries.
+    from harness import splats
+    tree = tmp_path / "tree"
+    (tree / "scripts").mkdir(parents=True)
+    (tree / "scripts" / "decode_stacktrace.sh").write_text(
+        '#!/bin/sh\necho "args: $*"\nsed \'s/\\(+0x[0-9a-f]*\\/0x[0-9a-f]*\\)$/\\1 fs\\/x.c:1/\'\n')
+    (tree / "scripts" / "decode_stacktrace.sh").chmod(0o755)
+    (tree / "scripts" / "decodecode").write_text("#!/bin/sh\n")
+    (tree / "vmlinux").write_text("ELF")
+    art = _artifacts(tmp_path)
+    k = art.kernels[("x86_64", "patched")]
+    art.kernels[("x86_64", "patched")] = BuiltKernel(
+        k.image, k.config, k.patches, splats.Symbols(tree / "vmlinux", tree, tree / "o"))
+    m = _matrix()
+    cells = list(m.cells)[:1]
+    runner.export(art, cells, CASES, m, {cells[0].id: 1.0}, tmp_path / "a")
+    moved = tmp_path / "moved"
+    (tmp_path / "a").rename(moved)
+    man = runner.load_manifest(moved)
+    sym = man.artifacts.kernels[("x86_64", "patched")].symbols
+    assert sym == splats.Symbols(moved / "kernels" / "x86_64-patched" / "vmlinux",
+                                 moved / "kernels" / "x86_64-patched",
+                                 moved / "kernels" / "x86_64-patched", "", str(tree))
+    assert sym.vmlinux.read_text() == "ELF"
+
+    console = PASS_CONSOLE + (REPO / "harness" / "tests" / "test_data" / "warn_on.log").read_text()
+
+    def boot(req: qemu.BootRequest, console_log: Path) -> qemu.BootOutcome:
+        console_log.write_text(console)
+        return qemu.BootOutcome(console, 0, False, 1.0, ("qemu",))
+
+    monkeypatch.setattr(qemu, "boot", boot)
+    monkeypatch.setattr(qemu, "make_scratch_disk", lambda path, uuid: None)
+    monkeypatch.setattr(qemu, "choose_accel", lambda *a, **kw: qemu.AccelChoice("tcg", "test"))
+    (tree / "vmlinux").unlink()     # the build machine's copy is not used
+    rr = runner.boot_only(m, cells, man, tmp_path / "build", jobs=1, log=lambda line: None)
+    [cell] = rr.cells
+    assert [s.kind for s in cell.splats][:1] == ["warning"]
+    decoded = (rr.run_dir / cells[0].id / "splat-1.decoded.txt").read_text().splitlines()
+    # The moved vmlinux; the file names' prefix as on the build machine.
+    assert decoded[0] == f"args: {sym.vmlinux} {tree} {sym.tree}"
+    assert any(line.endswith("process_measurement+0x7c5/0xa50 fs/x.c:1") for line in decoded)
+    assert not (rr.run_dir / cells[0].id / "decode.log").exists()
+
+    (sym.tree / "scripts" / "decodecode").unlink()
+    with pytest.raises(ConfigError) as e:
+        runner.load_manifest(moved)
+    assert str(e.value) == (f"{moved / 'manifest.json'}: {sym.tree / 'scripts' / 'decodecode'} "
+                            "is missing: copy the whole artifact directory, not only the "
+                            "manifest")
+
+
 def test_manifest_errors(tmp_path: Path) -> None:
     path = tmp_path / "manifest.json"
     with pytest.raises(ConfigError) as e:
