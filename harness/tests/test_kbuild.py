@@ -1,4 +1,5 @@
-"""Series reading and patch application on a toy tree (no kernel needed)."""
+"""Series reading and patch application on a toy tree (no kernel needed;
+the tree is conftest.py's pristine)."""
 from __future__ import annotations
 
 import os
@@ -17,16 +18,6 @@ PATCH = """\
 -int answer = 41;
 +int answer = 42;
 """
-
-
-@pytest.fixture
-def pristine(tmp_path: Path) -> Path:
-    tree = tmp_path / "src" / "linux-source-6.1"
-    (tree / "lib").mkdir(parents=True)
-    (tree / "lib" / "answer.c").write_text("int answer = 41;\n")
-    (tree / "lib" / "other.c").write_text("int other;\n")
-    (tree / "Makefile").write_text("# toy\n")
-    return tree
 
 
 def test_read_series(tmp_path: Path) -> None:

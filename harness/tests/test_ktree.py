@@ -23,11 +23,11 @@ def git(repo: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def pristine(tmp_path: Path) -> Path:
-    tree = tmp_path / "src" / "linux-source-6.1"
-    (tree / "lib").mkdir(parents=True)
-    (tree / "lib" / "answer.c").write_text("int answer = 41;\n")
-    (tree / "lib" / "other.c").write_text("int other;\n")
+def pristine(pristine: Path) -> Path:
+    """conftest.py's toy tree, with what a comparison must also see: a file
+    to delete, an executable, a symlink, and a shipped file the tree's own
+    .gitignore matches."""
+    tree = pristine
     (tree / "lib" / "gone.c").write_text("int gone;\n")
     (tree / "scripts").mkdir()
     (tree / "scripts" / "tool.sh").write_text("#!/bin/sh\n")
@@ -37,7 +37,6 @@ def pristine(tmp_path: Path) -> Path:
     # Shipped, yet matched by the tree's own .gitignore.
     (tree / "lib" / "table.o_shipped").write_text("shipped\n")
     (tree / ".gitignore").write_text("*.o\n*_shipped\n")
-    (tree / "Makefile").write_text("# toy\n")
     return tree
 
 
