@@ -76,7 +76,7 @@
 #include <time.h>
 
 #define RACE_ITERATIONS 12
-#define RACE_MS 200
+#define RACE_MS 150
 /* Pages of data; writers_close_together has one writer per page. */
 #define RACE_PAGES 4
 /* Loops of each looping racer per round. */
@@ -494,18 +494,31 @@ static void race_round(struct __test_metadata *const _metadata,
 	}
 }
 
-/* Whether another round may start: RACE_ITERATIONS and RACE_MS. */
-static bool race_more(const struct timespec *start, unsigned int rounds)
+static long ms_since(const struct timespec *start)
 {
 	struct timespec now;
-	long ms;
 
-	if (rounds >= RACE_ITERATIONS)
-		return false;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (now.tv_sec - start->tv_sec) * 1000 +
-	     (now.tv_nsec - start->tv_nsec) / 1000000;
-	return rounds == 0 || ms < RACE_MS;
+	return (now.tv_sec - start->tv_sec) * 1000 +
+	       (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
+/*
+ * Starts the next round (*round: 1, 2, ...) unless RACE_ITERATIONS are
+ * done or RACE_MS have passed since start; the first always starts.
+ */
+static bool race_next(struct __test_metadata *const _metadata,
+		      const struct timespec *start, unsigned int *round)
+{
+	long ms = ms_since(start);
+
+	if (*round < RACE_ITERATIONS && (*round == 0 || ms < RACE_MS)) {
+		++*round;
+		return true;
+	}
+	/* How hard it raced, for whoever compares machines or kernels. */
+	TH_LOG("%u rounds in %ld ms", *round, ms);
+	return false;
 }
 
 /* security.ima of data must be self->label after round `round'. */
@@ -575,7 +588,7 @@ TEST_F(race, writers_close_together)
 		return;
 	ima_env_quiet(_metadata, &self->env);
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (r.round = 1; race_more(&start, r.round - 1); r.round++) {
+	while (race_next(_metadata, &start, &r.round)) {
 		for (i = 0; i < RACE_PAGES; i++)
 			fill_page(self->content + i * self->page, self->page,
 				  r.round, i);
@@ -601,7 +614,7 @@ TEST_F(race, evicted_while_reopened)
 		return;
 	ima_env_quiet(_metadata, &self->env);
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (r.round = 1; race_more(&start, r.round - 1); r.round++) {
+	while (race_next(_metadata, &start, &r.round)) {
 		for (i = 0; i < RACE_PAGES; i++)
 			fill_page(self->content + i * self->page, self->page,
 				  r.round, i);
@@ -632,7 +645,7 @@ static void race_access(struct __test_metadata *const _metadata,
 	struct timespec start;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (r.round = 1; race_more(&start, r.round - 1); r.round++) {
+	while (race_next(_metadata, &start, &r.round)) {
 		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
 		assert_round_label(_metadata, self, r.round, why);
 	}
