@@ -43,8 +43,14 @@
  *   label_removed_during_access: the same with the label removed and set
  *     again by the xattr racer: only enforce may deny an access, and only
  *     with EACCES (the label was missing when it was appraised); once all
- *     are done, the file is labelled correctly, and it passes again
- *     without a record: no failed appraisal outlives the label's return.
+ *     are done the file is labelled correctly, and once its label is set
+ *     again it passes without a record.  That last setxattr() is the
+ *     parent's alone: ima_inode_setxattr() sets IMA_CHANGE_XATTR before
+ *     the value is written, and an appraisal that clears the bit and reads
+ *     the old value in between (process_measurement() reads it under
+ *     iint->mutex, not i_rwsem) caches a failure that no later bit
+ *     resets.  That window needs the setxattr() to sleep between its hook
+ *     and ext4's write (a journal wait); it is for the SMP flavor to find.
  *
  * The last-writer race.  ima_check_last_writer() runs from __fput() ->
  * ima_file_free() and updates security.ima only if i_writecount == 1,
@@ -665,7 +671,9 @@ TEST_F(race, label_kept_during_access)
 
 /*
  * Fails on a kernel that fails a correct label (0031), or whose failed
- * appraisal of the unlabelled file outlives the label's return.
+ * appraisal of the unlabelled file outlives the label's return (0015,
+ * in a round where a chmod or a close cleared the cached verdict and a
+ * racer appraised the file while it had no label).
  */
 TEST_F(race, label_removed_during_access)
 {
@@ -674,6 +682,8 @@ TEST_F(race, label_removed_during_access)
 	if (self->env.skip)
 		return;
 	race_access(_metadata, self, true);
+	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, self->env.good,
+			      self->env.good_len, 0));
 	ima_env_watch(_metadata, &self->env);
 	fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd)
