@@ -63,17 +63,22 @@
  * machine reboots, when enforce denies a file root legitimately wrote.
  * On the current kernels (x86_64 !SMP PREEMPT_NONE, aarch64 booted with
  * one vCPU) the first closer runs on from mutex_unlock() to
- * put_file_access() unless it sleeps there: mutex_unlock() and the
- * fsnotify/locks steps do not, and ext4_release_file() sleeps only for
- * its own last writer (i_data_sem) or for a file emptied by a truncate
+ * put_file_access() unless it sleeps there: of the steps in between only
+ * ->release() can, and ext4_release_file() sleeps only for its own last
+ * writer (i_data_sem) or for a file emptied by a truncate
  * (EXT4_STATE_DA_ALLOC_CLOSE: filemap_flush(), whose write_cache_pages()
- * has a cond_resched()).  These writers never truncate, so here the race
- * cannot happen and writers_close_together must pass on every kernel;
- * it runs the closers at their sleep points all the same, under lockdep.
- * On the SMP debug flavor (several vCPUs, PREEMPT) it is expected to fail
- * on 6.1 until ima_check_last_writer() decides after the write access is
- * dropped; that is a stock known failure and a fix in kernel-patches/,
- * with the unlocked check as its known-bad kernel, to be added with it.
+ * has a cond_resched() and whose block allocation may wait for I/O).
+ * These writers never truncate, so they cannot race here, and
+ * writers_close_together must pass on every kernel; it still runs the
+ * closers at their sleep points, under lockdep.  The race is real on one
+ * CPU, though: with one writer opening with O_TRUNC and all closing
+ * together, security.ima kept its old value in 4 of 11 cells, stock and
+ * patched, in the first or second round (2026-12-03; the first closer
+ * can only have slept in ext4_alloc_da_blocks(); 6.12's __fput() has the
+ * same order).  That case lands with a fix in
+ * kernel-patches/ (ima_check_last_writer() must decide once the write
+ * access is dropped) and a known-bad kernel; on the SMP debug flavor the
+ * plain writers are expected to hit it too.
  */
 
 #include "writer.h"
