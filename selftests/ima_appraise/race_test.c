@@ -61,8 +61,8 @@
  * it: neither updates the label, and neither clears IMA_DONE_MASK, so
  * the stale label is not even noticed until the inode is evicted or the
  * machine reboots, when enforce denies a file root legitimately wrote.
- * On the current kernels (x86_64 !SMP PREEMPT_NONE, aarch64 booted with
- * one vCPU) the first closer runs on from mutex_unlock() to
+ * On the current kernels (PREEMPT_NONE; x86_64 !SMP, aarch64 booted
+ * with one vCPU) the first closer runs on from mutex_unlock() to
  * put_file_access() unless it sleeps there: of the steps in between only
  * ->release() can, and ext4_release_file() sleeps only for its own last
  * writer (i_data_sem) or for a file emptied by a truncate
@@ -75,10 +75,11 @@
  * together, security.ima kept its old value in 4 of 11 cells, stock and
  * patched, in the first or second round (2026-12-03; the first closer
  * can only have slept in ext4_alloc_da_blocks(); 6.12's __fput() has the
- * same order).  That case lands with a fix in
- * kernel-patches/ (ima_check_last_writer() must decide once the write
- * access is dropped) and a known-bad kernel; on the SMP debug flavor the
- * plain writers are expected to hit it too.
+ * same order).  That case is not a test yet: it fails only some of the
+ * time, and it is to land with a fix in kernel-patches/
+ * (ima_check_last_writer() must decide once the write access is
+ * dropped), a known failure of stock and a known-bad kernel; on the SMP
+ * debug flavor the plain writers are expected to hit it too.
  */
 
 #include "writer.h"
@@ -141,8 +142,6 @@ struct racer_result {
 	/* the first call that failed unexpectedly (empty: none) */
 	char call[64];
 	int err;
-	/* calls denied with EACCES where that was allowed */
-	int denied;
 };
 
 FIXTURE(race)
@@ -209,16 +208,19 @@ struct race_round {
 	bool eacces_allowed;
 };
 
-/* Records the first failure of call, unless it is an allowed denial. */
+/*
+ * Records the first failure of call, unless it is a denial of an open or
+ * a mapping (may_deny) where enforce may deny.  A short read or write
+ * fails with errno 0: CHECK() clears errno before its call, so a stale
+ * errno never passes for a denial.
+ */
 static bool racer_check(const struct race_round *r, struct racer_result *res,
-			bool ok, const char *call)
+			bool ok, bool may_deny, const char *call)
 {
 	if (ok)
 		return true;
-	if (errno == EACCES && r->eacces_allowed) {
-		res->denied++;
+	if (errno == EACCES && may_deny && r->eacces_allowed)
 		return false;
-	}
 	if (!res->call[0]) {
 		snprintf(res->call, sizeof(res->call), "%s", call);
 		res->err = errno;
@@ -226,11 +228,15 @@ static bool racer_check(const struct race_round *r, struct racer_result *res,
 	return false;
 }
 
+#define CHECK(r, res, ok, call) \
+	(errno = 0, racer_check(r, res, ok, false, call))
+
 static void racer_open(const struct race_round *r, struct racer_result *res,
 		       int flags, int *fd)
 {
+	errno = 0;
 	*fd = open(r->self->env.path, flags | O_CLOEXEC);
-	racer_check(r, res, *fd >= 0,
+	racer_check(r, res, *fd >= 0, true,
 		    flags & O_ACCMODE ? "open for writing" :
 					"open for reading");
 }
@@ -245,10 +251,9 @@ static void racer_read(const struct race_round *r, struct racer_result *res)
 		free(buf);
 		return;
 	}
-	racer_check(r, res,
-		    read(fd, buf, r->self->size) == (ssize_t)r->self->size,
-		    "read");
-	racer_check(r, res, !close(fd), "close after reading");
+	CHECK(r, res, read(fd, buf, r->self->size) == (ssize_t)r->self->size,
+	      "read");
+	CHECK(r, res, !close(fd), "close after reading");
 	free(buf);
 }
 
@@ -260,14 +265,14 @@ static void racer_same_write(const struct race_round *r,
 	racer_open(r, res, O_WRONLY, &fd);
 	if (fd < 0)
 		return;
-	racer_check(r, res,
-		    pwrite(fd, r->self->content, r->self->size, 0) ==
-			    (ssize_t)r->self->size,
-		    "pwrite of the same content");
-	racer_check(r, res, !close(fd), "close after writing");
+	CHECK(r, res,
+	      pwrite(fd, r->self->content, r->self->size, 0) ==
+		      (ssize_t)r->self->size,
+	      "pwrite of the same content");
+	CHECK(r, res, !close(fd), "close after writing");
 }
 
-/* Returns the mapping, or NULL; exit_mapped leaves the last one to exit. */
+/* Returns the mapping, or NULL; racer_run() exits with the last one. */
 static void *racer_map_exec(const struct race_round *r,
 			    struct racer_result *res)
 {
@@ -279,7 +284,7 @@ static void *racer_map_exec(const struct race_round *r,
 		return NULL;
 	map = mmap(NULL, r->self->size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd,
 		   0);
-	racer_check(r, res, map != MAP_FAILED, "mmap PROT_EXEC");
+	racer_check(r, res, map != MAP_FAILED, true, "mmap PROT_EXEC");
 	close(fd);
 	return map == MAP_FAILED ? NULL : map;
 }
@@ -288,26 +293,26 @@ static void racer_chattr(const struct race_round *r, struct racer_result *res)
 {
 	const char *path = r->self->env.path;
 
-	racer_check(r, res, !chmod(path, 0700), "chmod 0700");
-	racer_check(r, res, !chown(path, -1, FOWNER_NOT_IN_POLICY),
-		    "chown to group 1000");
-	racer_check(r, res, !chmod(path, 0755), "chmod 0755");
-	racer_check(r, res, !chown(path, -1, 0), "chown to group 0");
+	CHECK(r, res, !chmod(path, 0700), "chmod 0700");
+	CHECK(r, res, !chown(path, -1, FOWNER_NOT_IN_POLICY),
+	      "chown to group 1000");
+	CHECK(r, res, !chmod(path, 0755), "chmod 0755");
+	CHECK(r, res, !chown(path, -1, 0), "chown to group 0");
 }
 
 static void racer_label(const struct race_round *r, struct racer_result *res,
 			bool remove)
 {
 	if (remove) {
-		racer_check(r, res, !removexattr(r->self->env.path, XATTR_IMA),
-			    "removexattr security.ima");
+		CHECK(r, res, !removexattr(r->self->env.path, XATTR_IMA),
+		      "removexattr security.ima");
 		/* Let the others appraise the file while it has no label. */
 		sched_yield();
 	}
-	racer_check(r, res,
-		    !setxattr(r->self->env.path, XATTR_IMA, r->self->label,
-			      r->self->label_len, 0),
-		    "setxattr security.ima");
+	CHECK(r, res,
+	      !setxattr(r->self->env.path, XATTR_IMA, r->self->label,
+			r->self->label_len, 0),
+	      "setxattr security.ima");
 	sched_yield();
 }
 
@@ -316,10 +321,10 @@ static void racer_drop_caches(const struct race_round *r,
 {
 	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
 
-	racer_check(r, res, fd >= 0, "open drop_caches");
+	racer_check(r, res, fd >= 0, false, "open drop_caches");
 	if (fd < 0)
 		return;
-	racer_check(r, res, write(fd, "3", 1) == 1, "write drop_caches");
+	CHECK(r, res, write(fd, "3", 1) == 1, "write drop_caches");
 	close(fd);
 	sched_yield();
 }
@@ -386,7 +391,8 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 	if (fd >= 0 && mapped) {
 		map = mmap(NULL, r->self->size, PROT_READ | PROT_WRITE,
 			   MAP_SHARED, fd, 0);
-		racer_check(r, res, map != MAP_FAILED, "mmap shared writable");
+		racer_check(r, res, map != MAP_FAILED, false,
+			    "mmap shared writable");
 		/* The mapping holds the file: the last reference. */
 		close(fd);
 		fd = -1;
@@ -398,28 +404,28 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 
 	switch (kind) {
 	case WRITE_CLOSE:
-		racer_check(r, res,
-			    pwrite(fd, r->self->content + off, r->self->page,
-				   off) == (ssize_t)r->self->page,
-			    "pwrite of its page");
-		racer_check(r, res, !close(fd), "close its writer");
+		CHECK(r, res,
+		      pwrite(fd, r->self->content + off, r->self->page, off) ==
+			      (ssize_t)r->self->page,
+		      "pwrite of its page");
+		CHECK(r, res, !close(fd), "close its writer");
 		break;
 	case MAP_WRITE_MUNMAP:
 		memcpy(map + off, r->self->content + off, r->self->page);
-		racer_check(r, res, !munmap(map, r->self->size),
-			    "munmap its writable mapping");
+		CHECK(r, res, !munmap(map, r->self->size),
+		      "munmap its writable mapping");
 		break;
 	case MAP_WRITE_EXIT:
 		/* exit_mmap() releases it: the final fput at exit */
 		memcpy(map + off, r->self->content + off, r->self->page);
 		break;
 	default:
-		racer_check(r, res,
-			    pwrite(fd, r->self->content, r->self->size, 0) ==
-				    (ssize_t)r->self->size,
-			    "pwrite of the new content");
-		racer_check(r, res, !fsync(fd), "fsync");
-		racer_check(r, res, !close(fd), "close its writer");
+		CHECK(r, res,
+		      pwrite(fd, r->self->content, r->self->size, 0) ==
+			      (ssize_t)r->self->size,
+		      "pwrite of the new content");
+		CHECK(r, res, !fsync(fd), "fsync");
+		CHECK(r, res, !close(fd), "close its writer");
 		break;
 	}
 }
@@ -452,8 +458,9 @@ static void race_round(struct __test_metadata *const _metadata,
 		       const struct race_round *r, const enum racer_kind *kinds,
 		       unsigned int n)
 {
-	const char *expected = r->eacces_allowed ? "success or EACCES" :
-						   "success";
+	const char *expected =
+		r->eacces_allowed ? "success (or EACCES of an open or mmap)" :
+				    "success";
 	struct racer_result *res;
 	int ready[2], gate[2], status;
 	pid_t pids[RACERS_MAX];
@@ -495,12 +502,14 @@ static void race_round(struct __test_metadata *const _metadata,
 	}
 	for (i = 0; i < n; i++) {
 		res = &r->self->results[i];
-		ASSERT_EQ(0, res->err)
+		ASSERT_EQ(0, res->call[0])
 		{
 			TH_LOG("%s mode: round %u: racer %u (%s): %s: %s, expected %s",
 			       mode_names[r->self->env.cell.mode], r->round, i,
 			       kind_names[kinds[i]], res->call,
-			       strerror(res->err), expected);
+			       res->err ? strerror(res->err) :
+					  "short read or write",
+			       expected);
 		}
 	}
 }
@@ -663,8 +672,9 @@ static void race_access(struct __test_metadata *const _metadata,
 }
 
 /*
- * Fails on a kernel that fails a correct label (0031) or logs a pass as
- * a failure (0032), after any of the re-appraisals the racers cause.
+ * Fails on a kernel that fails a correct label (0031), after any of the
+ * re-appraisals the racers cause; one that logs a pass as a failure
+ * (0032) should fail it too, but that was not seen yet.
  */
 TEST_F(race, label_kept_during_access)
 {
@@ -675,10 +685,11 @@ TEST_F(race, label_kept_during_access)
 }
 
 /*
- * Fails on a kernel that fails a correct label (0031), or whose failed
- * appraisal of the unlabelled file outlives the label's return (0015,
- * in a round where a chmod or a close cleared the cached verdict and a
- * racer appraised the file while it had no label).
+ * Fails on a kernel that fails a correct label (0031).  One whose failed
+ * appraisal of the unlabelled file outlives the label's return (0015)
+ * fails it only in enforce and only in a round where a chmod or a close
+ * cleared the cached verdict and a racer appraised the file while it had
+ * no label: a chance, not a proof (xattr_test is what catches 0015).
  */
 TEST_F(race, label_removed_during_access)
 {
@@ -687,6 +698,13 @@ TEST_F(race, label_removed_during_access)
 	if (self->env.skip)
 		return;
 	race_access(_metadata, self, true);
+	/*
+	 * kauditd prints the race's records from its own thread, later:
+	 * read them up to a sentinel, so that the watch below starts after
+	 * the last of them.
+	 */
+	ima_env_watch(_metadata, &self->env);
+	audit_sync(_metadata, &self->env.log);
 	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, self->env.good,
 			      self->env.good_len, 0));
 	ima_env_watch(_metadata, &self->env);
