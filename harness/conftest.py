@@ -68,7 +68,10 @@ def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
 
 
 def _cells(config: pytest.Config) -> tuple[matrix_mod.Cell, ...]:
-    return matrix_mod.tier_cells(_matrix(config), config.getoption("tier"))
+    try:
+        return matrix_mod.tier_cells(_matrix(config), config.getoption("tier"))
+    except HarnessError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -76,6 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # one clear line ("ERROR: matrix.yaml: ...") instead of a collection error.
     if any("matrix_test" in arg for arg in config.args):
         _matrix(config)
+        _cells(config)
         _expected(config)
 
 

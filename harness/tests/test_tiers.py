@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -216,3 +218,15 @@ def test_the_tier_of_each_arch_and_version_is_its_share_of_the_whole() -> None:
     assert sorted(parts, key=lambda c: c.id) == sorted(matrix.covering_tier(m),
                                                         key=lambda c: c.id)
     assert set(versions) == {"6.1", "6.12"}
+
+
+def test_make_run_says_which_kernels_check_does_not_name() -> None:
+    # One line, before any cell is collected: not a collection traceback.
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
+         "harness/matrix_test.py", "--tier=check", "--archs=aarch64",
+         "--variants=stock-6.12"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
+    assert run.stderr.strip() == (f"ERROR: {REPO / 'matrix.yaml'}: check: names none of the "
+                                  "selected kernels (aarch64-stock-6.12); use TIER=covering "
+                                  "for them")
