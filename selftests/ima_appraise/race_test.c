@@ -66,20 +66,18 @@
  * put_file_access() unless it sleeps there: of the steps in between only
  * ->release() can, and ext4_release_file() sleeps only for its own last
  * writer (i_data_sem) or for a file emptied by a truncate
- * (EXT4_STATE_DA_ALLOC_CLOSE: filemap_flush(), whose write_cache_pages()
- * has a cond_resched() and whose block allocation may wait for I/O).
- * These writers never truncate, so they cannot race here, and
- * writers_close_together must pass on every kernel; it still runs the
- * closers at their sleep points, under lockdep.  The race is real on one
- * CPU, though: with one writer opening with O_TRUNC and all closing
- * together, security.ima kept its old value in 4 of 11 cells, stock and
- * patched, in the first or second round (2026-12-03; the first closer
- * can only have slept in ext4_alloc_da_blocks(); 6.12's __fput() has the
- * same order).  That case is not a test yet: it fails only some of the
- * time, and it is to land with a fix in kernel-patches/
- * (ima_check_last_writer() must decide once the write access is
- * dropped), a known failure of stock and a known-bad kernel; on the SMP
- * debug flavor the plain writers are expected to hit it too.
+ * (EXT4_STATE_DA_ALLOC_CLOSE: filemap_flush(), whose ext4_writepages()
+ * has a cond_resched() per pagevec and whose block allocation may wait
+ * for I/O).
+ * writers_close_together's writers never truncate, so they cannot race
+ * there, and it must pass on every kernel; it still runs the closers at
+ * their sleep points, under lockdep.  writers_close_after_truncate makes
+ * the race happen on one CPU: one writer truncates the file on open and
+ * writes TRUNC_PAGES, the other spins until the first one starts its
+ * close(), and the first one's ext4_alloc_da_blocks() yields the CPU to
+ * it in the window.  Stock 6.1 and 6.12 fail it (a known failure);
+ * kernel-patches/0006 lets the writer that drops write access last do
+ * the last writer's work, and regressions/0052 undoes that.
  */
 
 #include "writer.h"
@@ -615,6 +613,98 @@ TEST_F(race, writers_close_together)
 		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
 		assert_round_written(_metadata, self, r.round);
 	}
+}
+
+/*
+ * Pages the truncating writer of writers_close_after_truncate writes: its
+ * close flushes them (ext4_alloc_da_blocks()), 15 to a cond_resched(),
+ * long enough under TCG for the scheduler's tick to want the CPU back.
+ */
+#define TRUNC_PAGES 1024
+#define TRUNC_ROUNDS 2
+
+/*
+ * Two writers close together, one of them having truncated the file on
+ * open: the truncating writer's ->release() flushes its delayed
+ * allocation between ima_file_free() and put_file_access(), and gives
+ * up the CPU there (a cond_resched() per pagevec, or a wait for I/O);
+ * the other writer, spinning until the first one starts its close(),
+ * closes in that window.  Each reads i_writecount == 2 in
+ * ima_check_last_writer(), so neither is the last writer by IMA's
+ * count, although between them they are.  After both, security.ima must
+ * be the hash of what the truncating writer wrote.
+ */
+TEST_F(race, writers_close_after_truncate)
+{
+	struct race_round r = { .self = self };
+	size_t size = TRUNC_PAGES * self->page, done;
+	int ready[2], fd, status;
+	struct timespec start;
+	unsigned int i;
+	int *closing;
+	pid_t holder;
+	ssize_t n;
+	char c;
+
+	if (self->env.skip)
+		return;
+	ima_env_quiet(_metadata, &self->env);
+	free(self->content);
+	self->content = malloc(size);
+	ASSERT_NE(NULL, self->content);
+	self->size = size;
+	closing = mmap(NULL, sizeof(*closing), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, closing);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (r.round = 1; r.round <= TRUNC_ROUNDS; r.round++) {
+		for (i = 0; i < TRUNC_PAGES; i++)
+			fill_page(self->content + i * self->page, self->page,
+				  r.round, i);
+		__atomic_store_n(closing, 0, __ATOMIC_RELEASE);
+		ASSERT_EQ(0, pipe2(ready, O_CLOEXEC));
+		holder = fork();
+		ASSERT_LE(0, holder);
+		if (holder == 0) {
+			close(ready[0]);
+			fd = open(self->env.path, O_WRONLY | O_CLOEXEC);
+			if (fd < 0)
+				_exit(3);
+			if (write(ready[1], "r", 1) != 1)
+				_exit(2);
+			while (!__atomic_load_n(closing, __ATOMIC_ACQUIRE))
+				;
+			_exit(close(fd) ? 4 : 0);
+		}
+		close(ready[1]);
+		ASSERT_EQ(1, read(ready[0], &c, 1))
+		{
+			TH_LOG("round %u: the other writer could not open %s",
+			       r.round, self->env.path);
+		}
+		close(ready[0]);
+		fd = open(self->env.path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		ASSERT_LE(0, fd)
+		{
+			TH_LOG("round %u: open O_TRUNC: %s", r.round,
+			       strerror(errno));
+		}
+		for (done = 0; done < size; done += n) {
+			n = write(fd, self->content + done, size - done);
+			ASSERT_LT(0, n);
+		}
+		__atomic_store_n(closing, 1, __ATOMIC_RELEASE);
+		ASSERT_EQ(0, close(fd));
+		ASSERT_EQ(holder, waitpid(holder, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		{
+			TH_LOG("round %u: the other writer ended with status %#x",
+			       r.round, status);
+		}
+		assert_round_written(_metadata, self, r.round);
+	}
+	TH_LOG("%u rounds in %ld ms", TRUNC_ROUNDS, ms_since(&start));
+	munmap(closing, sizeof(*closing));
 }
 
 /* Fails on a kernel whose last writer does not label the file (0013). */
