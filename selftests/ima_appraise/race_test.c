@@ -105,6 +105,10 @@ enum racer_kind {
 	MAP_WRITE_EXIT,
 	/* the whole new content, fsync(), close() */
 	REWRITE_SYNC_CLOSE,
+	/* opened O_TRUNC: the whole new content, sets closing, close() */
+	TRUNC_WRITE_CLOSE,
+	/* nothing but close(), as soon as the truncating writer sets closing */
+	HOLD_CLOSE,
 	/* loops: open, read all, close */
 	READ,
 	/* loops: open for writing, pwrite() of the same content, close */
@@ -126,6 +130,8 @@ static const char *const kind_names[] = {
 	[MAP_WRITE_MUNMAP] = "map_write_munmap",
 	[MAP_WRITE_EXIT] = "map_write_exit",
 	[REWRITE_SYNC_CLOSE] = "rewrite_sync_close",
+	[TRUNC_WRITE_CLOSE] = "trunc_write_close",
+	[HOLD_CLOSE] = "hold_close",
 	[READ] = "read",
 	[SAME_WRITE] = "same_write",
 	[MAP_EXEC] = "map_exec",
@@ -142,6 +148,13 @@ struct racer_result {
 	int err;
 };
 
+/* In memory shared by a round's racers and the parent. */
+struct race_shared {
+	struct racer_result results[RACERS_MAX];
+	/* TRUNC_WRITE_CLOSE is about to close(): HOLD_CLOSE closes too */
+	int closing;
+};
+
 FIXTURE(race)
 {
 	/* env.path is data, env.good its label when the test starts */
@@ -151,8 +164,8 @@ FIXTURE(race)
 	char *content;
 	uint8_t label[IMA_XATTR_MAX];
 	size_t label_len;
-	/* the racers' results: shared, anonymous */
-	struct racer_result *results;
+	/* shared, anonymous */
+	struct race_shared *shared;
 };
 
 /* Page i of data after round `round' (0: the initial content). */
@@ -184,18 +197,17 @@ FIXTURE_SETUP(race)
 					     self->size, self->env.good);
 	memcpy(self->label, self->env.good, self->env.good_len);
 	self->label_len = self->env.good_len;
-	self->results = mmap(NULL, RACERS_MAX * sizeof(*self->results),
-			     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-			     -1, 0);
-	ASSERT_NE(MAP_FAILED, self->results);
+	self->shared = mmap(NULL, sizeof(*self->shared), PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->shared);
 }
 
 FIXTURE_TEARDOWN(race)
 {
 	ima_env_teardown(_metadata, &self->env);
 	free(self->content);
-	if (self->results && self->results != MAP_FAILED)
-		munmap(self->results, RACERS_MAX * sizeof(*self->results));
+	if (self->shared && self->shared != MAP_FAILED)
+		munmap(self->shared, sizeof(*self->shared));
 }
 
 /* What a racer needs: the file, its content and label this round. */
@@ -373,19 +385,25 @@ static void racer_loop(const struct race_round *r, enum racer_kind kind,
 
 /*
  * A writer racer (kind < READ): opens data (and maps it) before the gate,
- * then writes its share of self->content and releases data.
+ * then writes its share of self->content (HOLD_CLOSE: none) and releases
+ * data.
  */
 static void racer_write(const struct race_round *r, enum racer_kind kind,
 			unsigned int i, struct racer_result *res, int ready,
 			int gate)
 {
 	bool mapped = kind == MAP_WRITE_MUNMAP || kind == MAP_WRITE_EXIT;
+	int *closing = &r->self->shared->closing;
 	size_t off = i * r->self->page;
 	char *map = MAP_FAILED;
 	bool held;
 	int fd;
 
-	racer_open(r, res, mapped ? O_RDWR : O_WRONLY, &fd);
+	racer_open(r, res,
+		   mapped		     ? O_RDWR :
+		   kind == TRUNC_WRITE_CLOSE ? O_WRONLY | O_TRUNC :
+					       O_WRONLY,
+		   &fd);
 	if (fd >= 0 && mapped) {
 		map = mmap(NULL, r->self->size, PROT_READ | PROT_WRITE,
 			   MAP_SHARED, fd, 0);
@@ -417,6 +435,19 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 		/* exit_mmap() releases it: the final fput at exit */
 		memcpy(map + off, r->self->content + off, r->self->page);
 		break;
+	case TRUNC_WRITE_CLOSE:
+		CHECK(r, res,
+		      pwrite(fd, r->self->content, r->self->size, 0) ==
+			      (ssize_t)r->self->size,
+		      "pwrite of the new content");
+		__atomic_store_n(closing, 1, __ATOMIC_RELEASE);
+		CHECK(r, res, !close(fd), "close its writer");
+		break;
+	case HOLD_CLOSE:
+		while (!__atomic_load_n(closing, __ATOMIC_ACQUIRE))
+			;
+		CHECK(r, res, !close(fd), "close its writer");
+		break;
 	default:
 		CHECK(r, res,
 		      pwrite(fd, r->self->content, r->self->size, 0) ==
@@ -432,12 +463,16 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 static void racer_run(const struct race_round *r, enum racer_kind kind,
 		      unsigned int i, int ready, int gate)
 {
-	struct racer_result *res = &r->self->results[i];
+	struct racer_result *res = &r->self->shared->results[i];
 	void *map = NULL;
 	int loop;
 
 	if (kind < READ) {
 		racer_write(r, kind, i, res, ready, gate);
+		/* Whatever failed, HOLD_CLOSE must not spin forever. */
+		if (kind == TRUNC_WRITE_CLOSE)
+			__atomic_store_n(&r->self->shared->closing, 1,
+					 __ATOMIC_RELEASE);
 		_exit(0);
 	}
 	racer_wait(ready, gate);
@@ -466,7 +501,7 @@ static void race_round(struct __test_metadata *const _metadata,
 	char c;
 
 	ASSERT_GE(RACERS_MAX, n);
-	memset(r->self->results, 0, n * sizeof(*r->self->results));
+	memset(r->self->shared, 0, sizeof(*r->self->shared));
 	ASSERT_EQ(0, pipe2(ready, O_CLOEXEC));
 	ASSERT_EQ(0, pipe2(gate, O_CLOEXEC));
 	for (i = 0; i < n; i++) {
@@ -499,7 +534,7 @@ static void race_round(struct __test_metadata *const _metadata,
 		}
 	}
 	for (i = 0; i < n; i++) {
-		res = &r->self->results[i];
+		res = &r->self->shared->results[i];
 		ASSERT_EQ(0, res->call[0])
 		{
 			TH_LOG("%s mode: round %u: racer %u (%s): %s: %s, expected %s",
@@ -636,75 +671,30 @@ TEST_F(race, writers_close_together)
  */
 TEST_F(race, writers_close_after_truncate)
 {
+	static const enum racer_kind kinds[] = {
+		HOLD_CLOSE,
+		TRUNC_WRITE_CLOSE,
+	};
 	struct race_round r = { .self = self };
-	size_t size = TRUNC_PAGES * self->page, done;
-	int ready[2], fd, status;
 	struct timespec start;
 	unsigned int i;
-	int *closing;
-	pid_t holder;
-	ssize_t n;
-	char c;
 
 	if (self->env.skip)
 		return;
 	ima_env_quiet(_metadata, &self->env);
 	free(self->content);
-	self->content = malloc(size);
+	self->size = TRUNC_PAGES * self->page;
+	self->content = malloc(self->size);
 	ASSERT_NE(NULL, self->content);
-	self->size = size;
-	closing = mmap(NULL, sizeof(*closing), PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, closing);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (r.round = 1; r.round <= TRUNC_ROUNDS; r.round++) {
 		for (i = 0; i < TRUNC_PAGES; i++)
 			fill_page(self->content + i * self->page, self->page,
 				  r.round, i);
-		__atomic_store_n(closing, 0, __ATOMIC_RELEASE);
-		ASSERT_EQ(0, pipe2(ready, O_CLOEXEC));
-		holder = fork();
-		ASSERT_LE(0, holder);
-		if (holder == 0) {
-			close(ready[0]);
-			fd = open(self->env.path, O_WRONLY | O_CLOEXEC);
-			if (fd < 0)
-				_exit(3);
-			if (write(ready[1], "r", 1) != 1)
-				_exit(2);
-			while (!__atomic_load_n(closing, __ATOMIC_ACQUIRE))
-				;
-			_exit(close(fd) ? 4 : 0);
-		}
-		close(ready[1]);
-		ASSERT_EQ(1, read(ready[0], &c, 1))
-		{
-			TH_LOG("round %u: the other writer could not open %s",
-			       r.round, self->env.path);
-		}
-		close(ready[0]);
-		fd = open(self->env.path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-		ASSERT_LE(0, fd)
-		{
-			TH_LOG("round %u: open O_TRUNC: %s", r.round,
-			       strerror(errno));
-		}
-		for (done = 0; done < size; done += n) {
-			n = write(fd, self->content + done, size - done);
-			ASSERT_LT(0, n);
-		}
-		__atomic_store_n(closing, 1, __ATOMIC_RELEASE);
-		ASSERT_EQ(0, close(fd));
-		ASSERT_EQ(holder, waitpid(holder, &status, 0));
-		ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
-		{
-			TH_LOG("round %u: the other writer ended with status %#x",
-			       r.round, status);
-		}
+		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
 		assert_round_written(_metadata, self, r.round);
 	}
 	TH_LOG("%u rounds in %ld ms", TRUNC_ROUNDS, ms_since(&start));
-	munmap(closing, sizeof(*closing));
 }
 
 /* Fails on a kernel whose last writer does not label the file (0013). */
