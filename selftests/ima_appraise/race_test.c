@@ -72,10 +72,12 @@
  * writers_close_together's writers never truncate, so they cannot race
  * there, and it must pass on every kernel; it still runs the closers at
  * their sleep points, under lockdep.  writers_close_after_truncate makes
- * the race happen on one CPU: one writer truncates the file on open and
- * writes TRUNC_PAGES, the other spins until the first one starts its
- * close(), and the first one's ext4_alloc_da_blocks() yields the CPU to
- * it in the window.  Stock 6.1 and 6.12 fail it (a known failure);
+ * the race happen on one CPU: both writers open the file, then one
+ * truncates it to 0 and writes TRUNC_PAGES, the other spins until the
+ * first one starts its close(), and the first one's
+ * ext4_alloc_da_blocks() yields the CPU to it in the window.  (Opens
+ * come first: an open of the truncated file would be appraised against
+ * the old label, and rightly fail in enforce.)  Stock 6.1 and 6.12 fail it (a known failure);
  * kernel-patches/0006 lets the writer that drops write access last do
  * the last writer's work, and regressions/0052 undoes that.
  */
@@ -105,7 +107,7 @@ enum racer_kind {
 	MAP_WRITE_EXIT,
 	/* the whole new content, fsync(), close() */
 	REWRITE_SYNC_CLOSE,
-	/* opened O_TRUNC: the whole new content, sets closing, close() */
+	/* ftruncate() to 0, the whole new content, sets closing, close() */
 	TRUNC_WRITE_CLOSE,
 	/* nothing but close(), as soon as the truncating writer sets closing */
 	HOLD_CLOSE,
@@ -399,11 +401,7 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 	bool held;
 	int fd;
 
-	racer_open(r, res,
-		   mapped		     ? O_RDWR :
-		   kind == TRUNC_WRITE_CLOSE ? O_WRONLY | O_TRUNC :
-					       O_WRONLY,
-		   &fd);
+	racer_open(r, res, mapped ? O_RDWR : O_WRONLY, &fd);
 	if (fd >= 0 && mapped) {
 		map = mmap(NULL, r->self->size, PROT_READ | PROT_WRITE,
 			   MAP_SHARED, fd, 0);
@@ -436,6 +434,11 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 		memcpy(map + off, r->self->content + off, r->self->page);
 		break;
 	case TRUNC_WRITE_CLOSE:
+		/*
+		 * After the gate, so that every racer's open appraised the
+		 * file before its contents changed.
+		 */
+		CHECK(r, res, !ftruncate(fd, 0), "ftruncate to 0");
 		CHECK(r, res,
 		      pwrite(fd, r->self->content, r->self->size, 0) ==
 			      (ssize_t)r->self->size,
@@ -659,12 +662,12 @@ TEST_F(race, writers_close_together)
 #define TRUNC_ROUNDS 2
 
 /*
- * Two writers close together, one of them having truncated the file on
- * open: the truncating writer's ->release() flushes its delayed
- * allocation between ima_file_free() and put_file_access(), and gives
- * up the CPU there (a cond_resched() per pagevec, or a wait for I/O);
- * the other writer, spinning until the first one starts its close(),
- * closes in that window.  Each reads i_writecount == 2 in
+ * Two writers close together, one of them having truncated the file
+ * while both had it open: the truncating writer's ->release() flushes
+ * its delayed allocation between ima_file_free() and put_file_access(),
+ * and gives up the CPU there (a cond_resched() per pagevec, or a wait
+ * for I/O); the other writer, spinning until the first one starts its
+ * close(), closes in that window.  Each reads i_writecount == 2 in
  * ima_check_last_writer(), so neither is the last writer by IMA's
  * count, although between them they are.  After both, security.ima must
  * be the hash of what the truncating writer wrote.
