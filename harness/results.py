@@ -235,10 +235,15 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
     infra = [p for sv in seen for p in sv.log.problems]
     failed = [t for t in merged if t.status in FAILING]
     outcomes = [sv.boot.outcome for sv in seen]
+    clocks = [c for c in map(clock_ahead, outcomes) if c]
+    problems = clocks + problems
     if any(o.timed_out for o in outcomes):
         status = Status.TIMEOUT
     elif any(sp.kind == "panic" for sp in found):
         status = Status.PANIC
+    elif clocks:
+        # Neither its failures nor its passes: an infrastructure error.
+        status = Status.ERROR
     elif problems or failed:
         status = Status.FAIL
     elif infra:
@@ -352,6 +357,39 @@ def _timing(seen: list[_Seen]) -> timing_mod.CellTiming | None:
         for p in t.programs:
             programs[p.name] = p
     return timing_mod.CellTiming(times[0].boot_s, tuple(programs.values()))
+
+
+# A console line: "[  279.810706] text" (printk time in seconds).
+_PRINTK_TIME = re.compile(r"\[ *(\d+\.\d+)\] ?(.*)")
+# How far a line's printk time may run ahead of the host seconds since
+# QEMU started at which it arrived: the guest cannot have run longer than
+# its QEMU, so anything past buffering and rounding is a broken clock.
+CLOCK_SLACK_S = 5.0
+
+
+def clock_ahead(outcome: BootOutcome) -> str | None:
+    """Why the guest's clock cannot be trusted (a line stamped well after
+    the host time at which it arrived), or None.  Seen on x86_64 under
+    TCG on a loaded host: the TSC calibrated against an emulated PIT whose
+    reads came late ("tsc: Fast TSC calibration failed", "tsc: Detected
+    28.093 MHz processor" for a 2096 MHz TSC), so every guest second was
+    a fraction of a real one and kselftest's timeouts and the race tests'
+    time bounds fired at once.  No verdict of such a guest is true."""
+    lines = outcome.console.split("\n")
+    worst = None
+    for text, host in zip(lines, outcome.line_times):
+        m = _PRINTK_TIME.match(text)
+        if m and float(m.group(1)) - host > CLOCK_SLACK_S:
+            if worst is None or float(m.group(1)) - host > worst[0] - worst[1]:
+                worst = (float(m.group(1)), host)
+    if worst is None:
+        return None
+    tsc = next((m.group(2) for m in map(_PRINTK_TIME.match, lines)
+                if m and m.group(2).startswith("tsc: Detected")), None)
+    return (f"the guest's clock ran ahead of the host's: a line stamped {worst[0]:.1f}s "
+            f"arrived {worst[1]:.1f}s after QEMU started"
+            + (f" ({tsc})" if tsc else "")
+            + "; its timeouts and time bounds fired early, so no verdict of it stands")
 
 
 def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat, ...],

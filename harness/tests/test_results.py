@@ -320,3 +320,40 @@ def test_splats_in_results_json(tmp_path: Path) -> None:
     assert results.splat_summary(attributed).endswith(
         "first in aarch64-stock-fix-custom-sha1-keep at open_test/appraise.correct_hash.read")
     assert "3 distinct splats:" in results.summary_text(cells)
+
+
+def _arrived(console: str, seconds: float) -> tuple[float, ...]:
+    """Host arrival times spread evenly over a boot of `seconds`."""
+    n = len(console.split("\n"))
+    return tuple(seconds * (i + 1) / n for i in range(n))
+
+
+def test_real_guest_clock_ahead_of_the_host_is_an_infrastructure_error() -> None:
+    # x86_64-stock-fix-builtin-sha256-keep, 2026-12-04: its TSC calibrated
+    # at 28 MHz on a loaded host; the cell took 8.0 s of host time while
+    # its printk clock reached 361 s and race_test's case hit kselftest's
+    # 30 s timeout at once.
+    console = real("real_x86_64_tsc_miscalibrated.log")
+    out = dataclasses.replace(outcome(console), duration_s=8.0,
+                              line_times=_arrived(console, 8.0))
+    why = results.clock_ahead(out)
+    assert why is not None and "tsc: Detected 28.093 MHz processor" in why
+    r = results.evaluate(Cell("x86_64", "stock", "fix", "builtin"), out, EXPECTED, "tcg")
+    assert r.status == "error"
+    assert r.reason.startswith("the guest's clock ran ahead of the host's")
+
+
+def test_real_guest_clock_behind_its_qemu_is_fine() -> None:
+    console = real("real_aarch64_fix_custom_pass.log")
+    # Each line arrives a little after the time it is stamped with.
+    times = []
+    last = 0.5
+    for line in console.split("\n"):
+        m = results._PRINTK_TIME.match(line)
+        last = max(last, float(m.group(1)) + 0.5) if m else last
+        times.append(last)
+    out = dataclasses.replace(outcome(console), line_times=tuple(times))
+    assert results.clock_ahead(out) is None
+    assert results.evaluate(CELL, out, EXPECTED, "tcg").status == "pass"
+    # Without host times (an old results.json, a unit test) nothing is said.
+    assert results.clock_ahead(outcome(console)) is None
