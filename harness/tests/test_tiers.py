@@ -113,8 +113,8 @@ def test_the_check_tier_is_the_covering_tier_of_the_kernels_check_names() -> Non
     m = _repo_matrix()
     tier = matrix.tier_cells(m, "check")
     kernels = {(c.arch, c.variant) for c in tier}
-    assert kernels == {(a, v) for a in ("x86_64", "aarch64") for v in ("stock", "patched")} \
-        | {("x86_64", "stock-6.12"), ("x86_64", "patched-6.12")}
+    assert kernels == {(a, v) for a in ("x86_64", "aarch64")
+                       for v in ("stock", "patched", "stock-6.12", "patched-6.12")}
     # Each kernel named keeps every covering cell it has.
     assert set(tier) == {c for c in matrix.covering_tier(m) if (c.arch, c.variant) in kernels}
     # x86_64's 6.12 cells include those its known-bad kernels are caught in.
@@ -141,11 +141,13 @@ def test_without_a_check_section_check_is_covering(tmp_path: Path) -> None:
     assert matrix.tier_cells(m, "check") == matrix.covering_tier(m)
 
 
-def test_a_selection_check_does_not_name_is_an_error() -> None:
-    m = matrix.load(REPO / "matrix.yaml", archs="aarch64", variants="stock-6.12")
+def test_a_selection_check_does_not_name_is_an_error(tmp_path: Path) -> None:
+    path = _with_check(tmp_path, [{"variants": ["stock", "patched"]},
+                                  {"variants": ["stock-6.12"], "archs": ["x86_64"]}])
+    m = matrix.load(path, archs="aarch64", variants="stock-6.12")
     with pytest.raises(ConfigError) as e:
         matrix.tier_cells(m, "check")
-    assert str(e.value) == (f"{REPO / 'matrix.yaml'}: check: names none of the selected "
+    assert str(e.value) == (f"{path}: check: names none of the selected "
                             "kernels (aarch64-stock-6.12); use TIER=covering for them")
 
 
@@ -220,13 +222,15 @@ def test_the_tier_of_each_arch_and_version_is_its_share_of_the_whole() -> None:
     assert set(versions) == {"6.1", "6.12"}
 
 
-def test_make_run_says_which_kernels_check_does_not_name() -> None:
+def test_make_run_says_which_kernels_check_does_not_name(tmp_path: Path) -> None:
     # One line, before any cell is collected: not a collection traceback.
+    path = _with_check(tmp_path, [{"variants": ["stock-6.12"], "archs": ["x86_64"]}])
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
          "harness/matrix_test.py", "--tier=check", "--archs=aarch64",
-         "--variants=stock-6.12"], cwd=REPO, capture_output=True, text=True, timeout=120)
+         "--variants=stock-6.12", f"--matrix={path}"], cwd=REPO, capture_output=True,
+        text=True, timeout=120)
     assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
-    assert run.stderr.strip() == (f"ERROR: {REPO / 'matrix.yaml'}: check: names none of the "
+    assert run.stderr.strip() == (f"ERROR: {path}: check: names none of the "
                                   "selected kernels (aarch64-stock-6.12); use TIER=covering "
                                   "for them")
