@@ -73,6 +73,12 @@ def _console_lines(console: list[str], stop: int) -> list[Line]:
     return lines
 
 
+def console_lines(console: str) -> list[Line]:
+    """The kernel's lines of a console, numbered as console.split("\\n")."""
+    raw = console.split("\n")
+    return _console_lines(raw, len(raw))
+
+
 def read(console: str) -> KernelLog:
     """The kernel log of a boot's console."""
     raw = console.split("\n")

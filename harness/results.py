@@ -359,8 +359,6 @@ def _timing(seen: list[_Seen]) -> timing_mod.CellTiming | None:
     return timing_mod.CellTiming(times[0].boot_s, tuple(programs.values()))
 
 
-# A console line: "[  279.810706] text" (printk time in seconds).
-_PRINTK_TIME = re.compile(r"\[ *(\d+\.\d+)\] ?(.*)")
 # How far a line's printk time may run ahead of the host seconds since
 # QEMU started at which it arrived: the guest cannot have run longer than
 # its QEMU, so anything past buffering and rounding is a broken clock.
@@ -375,19 +373,15 @@ def clock_ahead(outcome: BootOutcome) -> str | None:
     28.093 MHz processor" for a 2096 MHz TSC), so every guest second was
     a fraction of a real one and kselftest's timeouts and the race tests'
     time bounds fired at once.  No verdict of such a guest is true."""
-    lines = outcome.console.split("\n")
-    worst = None
-    for text, host in zip(lines, outcome.line_times):
-        m = _PRINTK_TIME.match(text)
-        if m and float(m.group(1)) - host > CLOCK_SLACK_S:
-            if worst is None or float(m.group(1)) - host > worst[0] - worst[1]:
-                worst = (float(m.group(1)), host)
-    if worst is None:
+    lines = kernlog.console_lines(outcome.console)
+    ahead = [(line.time - outcome.line_times[line.number - 1], line) for line in lines
+             if line.number <= len(outcome.line_times)]
+    if not ahead or (worst := max(ahead, key=lambda a: a[0]))[0] <= CLOCK_SLACK_S:
         return None
-    tsc = next((m.group(2) for m in map(_PRINTK_TIME.match, lines)
-                if m and m.group(2).startswith("tsc: Detected")), None)
-    return (f"the guest's clock ran ahead of the host's: a line stamped {worst[0]:.1f}s "
-            f"arrived {worst[1]:.1f}s after QEMU started"
+    stamped, host = worst[1].time, worst[1].time - worst[0]
+    tsc = next((line.text for line in lines if line.text.startswith("tsc: Detected")), None)
+    return (f"the guest's clock ran ahead of the host's: a line stamped {stamped:.1f}s "
+            f"arrived {host:.1f}s after QEMU started"
             + (f" ({tsc})" if tsc else "")
             + "; its timeouts and time bounds fired early, so no verdict of it stands")
 
