@@ -343,16 +343,31 @@ def test_real_guest_clock_ahead_of_the_host_is_an_infrastructure_error() -> None
     assert r.reason.startswith("the guest's clock ran ahead of the host's")
 
 
-def test_real_guest_clock_behind_its_qemu_is_fine() -> None:
-    console = real("real_aarch64_fix_custom_pass.log")
-    # Each line arrives a little after the time it is stamped with.
+def _arrived_after_stamps(console: str) -> tuple[float, ...]:
+    """Each line arrives a little after the time it is stamped with."""
     stamps = {line.number: line.time for line in kernlog.console_lines(console)}
     times = []
     last = 0.5
     for number in range(1, len(console.split("\n")) + 1):
         last = max(last, stamps.get(number, 0.0) + 0.5)
         times.append(last)
-    out = dataclasses.replace(outcome(console), line_times=tuple(times))
+    return tuple(times)
+
+
+def test_real_guest_clock_behind_its_qemu_is_fine() -> None:
+    # A whole x86_64 run with printk times (the aarch64 recording below
+    # has none, so it cannot show a clock either way).
+    stamped = real("real_x86_64_stock_enforce_custom_whole_log.log")
+    assert len(kernlog.console_lines(stamped)) > 400
+    out = dataclasses.replace(outcome(stamped), line_times=_arrived_after_stamps(stamped))
+    assert results.clock_ahead(out) is None
+    # One line stamped 6 s after it arrived is a clock that ran ahead.
+    times = list(out.line_times)
+    late = kernlog.console_lines(stamped)[200]
+    times[late.number - 1] = late.time - 6.0
+    assert results.clock_ahead(dataclasses.replace(out, line_times=tuple(times))) is not None
+    console = real("real_aarch64_fix_custom_pass.log")
+    out = dataclasses.replace(outcome(console), line_times=_arrived_after_stamps(console))
     assert results.clock_ahead(out) is None
     assert results.evaluate(CELL, out, EXPECTED, "tcg").status == "pass"
     # Without host times (an old results.json, a unit test) nothing is said.
