@@ -158,7 +158,7 @@ def _build(args: argparse.Namespace) -> int:
         art = runner.build_stage(m, cells, REPO, build, args.make_jobs or os.cpu_count() or 1,
                                  timings, print)
         path = runner.export(art, cells, expected, m,
-                             runner.expected_seconds(cells, build),
+                             runner.expected_seconds(cells, build, m),
                              args.out.resolve(), args.part)
     print(f"{len(cells)} cell(s), {len(art.kernels)} kernel(s), "
           f"{len(art.broken)} broken: {path}")
@@ -202,10 +202,20 @@ def _mutants(args: argparse.Namespace) -> int:
     chosen = list(dict.fromkeys(by_name[n] for n in args.names)) if args.names else found
     base = m.variants[own["base"]]
     variants = dict(m.variants)
+    bases = {mu.variant: mutants.flavored_base(mu, base, m.variants) for mu in chosen}
     for mu in chosen:
-        variants[mu.variant] = mutants.as_variant(mu, base)
+        variants[mu.variant] = mutants.as_variant(mu, bases[mu.variant])
+    plain = [mu.variant for mu in chosen if bases[mu.variant] is base]
     m = dataclasses.replace(m, variants=variants)
-    cells = matrix_mod.mutant_cells(m, [mu.variant for mu in chosen], archs=args.archs)
+    cells = list(matrix_mod.mutant_cells(m, plain, archs=args.archs)) if plain else []
+    # A mutant of another flavor boots the cells the matrix gives the
+    # variant it is built on, on the mutants: section's arches.
+    archs = matrix_mod._Names(()).axis(matrix_mod._split(args.archs), "archs", "--archs") \
+        if args.archs else m.mutants["archs"]
+    for mu in chosen:
+        if bases[mu.variant] is not base:
+            cells += [dataclasses.replace(c, variant=mu.variant) for c in m.cells
+                      if c.variant == bases[mu.variant].name and c.arch in archs]
     run = runner.run(m, list(cells), cases.expected_cases(REPO / "selftests"), REPO,
                      args.build_dir.resolve(), jobs=args.jobs)
     verdicts = [mutants.judge(mu.variant, mu.caught_by,

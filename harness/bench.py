@@ -62,8 +62,8 @@ def _build(build: Path, m: matrix_mod.Matrix, arch: str, variant: str) -> BuildT
     patches = (kbuild.read_series(v.series) if v.series else ()) + v.patches
     pristine = kbuild.extract(build, version=v.version)
     k = kbuild.plan(build, ARCHS[arch], {variant: (v.tree or pristine, patches)},
-                    {variant: runner.fragments(REPO, arch, build)},
-                    {variant: v.version})[variant]
+                    {variant: runner.fragments(REPO, arch, build, v.flavor)},
+                    {variant: v.version}, {variant: v.flavor})[variant]
     t = time.monotonic()
     _, compiled = kbuild.build_kernel(build, k, os.cpu_count() or 1,
                                       workspace=runner.in_workspace(v))

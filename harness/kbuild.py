@@ -67,6 +67,7 @@ class Kernel:
     patches: tuple[Path, ...]
     fragments: tuple[Path, ...]
     version: str = DEFAULT_VERSION      # whose workspace its turn is taken in
+    flavor: str = "plain"               # ... and of which flavor (harness/flavors.py)
 
     @property
     def image(self) -> Path:
@@ -310,21 +311,24 @@ def compile_kernel(k: Kernel, jobs: int, log: Path) -> int:
 
 def plan(build: Path, arch: Arch, variants: dict[str, tuple[Path, tuple[Path, ...]]],
          fragments: dict[str, tuple[Path, ...]],
-         versions: dict[str, str] | None = None) -> dict[str, Kernel]:
+         versions: dict[str, str] | None = None,
+         flavors: dict[str, str] | None = None) -> dict[str, Kernel]:
     """One Kernel per variant (source tree, patches; versions: its kernel
-    version, default DEFAULT_VERSION); variants with the same tree and
-    patches share one."""
+    version, default DEFAULT_VERSION; flavors: its flavor, default plain);
+    variants with the same tree, patches and configuration share one."""
     kernels: dict[str, Kernel] = {}
-    shared: dict[tuple[Path, tuple[Path, ...]], Kernel] = {}
+    shared: dict[tuple[Path, tuple[Path, ...], tuple[Path, ...]], Kernel] = {}
     for variant, (tree, patches) in variants.items():
-        key = (tree.resolve(), tuple(p.resolve() for p in patches))
+        key = (tree.resolve(), tuple(p.resolve() for p in patches),
+               tuple(f.resolve() for f in fragments[variant]))
         if key in shared:
             kernels[variant] = shared[key]
             continue
         k = Kernel(arch=arch, variant=variant, tree=tree,
                    out=build / "kernel" / f"{arch.name}-{variant}",
                    patches=patches, fragments=fragments[variant],
-                   version=(versions or {}).get(variant, DEFAULT_VERSION))
+                   version=(versions or {}).get(variant, DEFAULT_VERSION),
+                   flavor=(flavors or {}).get(variant, "plain"))
         kernels[variant] = shared[key] = k
     return kernels
 
@@ -341,11 +345,13 @@ def own_out_dir(out: Path) -> None:
 WORKSPACE = "workspace"
 
 
-def workspace_name(version: str) -> str:
+def workspace_name(version: str, flavor: str = "plain") -> str:
     """Each kernel version takes its turns in a workspace of its own (no
-    object is shared between versions); 6.1's keeps the name it always had,
-    so that its build survives."""
-    return WORKSPACE if version == DEFAULT_VERSION else f"{WORKSPACE}-{version}"
+    object is shared between versions), and so does each flavor (another
+    configuration recompiles everything); plain 6.1's keeps the name it
+    always had, so that its build survives."""
+    name = WORKSPACE if version == DEFAULT_VERSION else f"{WORKSPACE}-{version}"
+    return name if flavor == "plain" else f"{name}-{flavor}"
 
 
 def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False,
@@ -366,7 +372,7 @@ def build_kernel(build: Path, k: Kernel, jobs: int, workspace: bool = False,
     if workspace:
         return _build_in_workspace(build, k, jobs, log, lenient)
     tree = patched_tree(k.tree, k.variant, k.patches, log, build / "src", lenient)
-    k = Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments, k.version)
+    k = replace(k, tree=tree)
     configure(k, log)
     compiled = compile_kernel(k, jobs, log)
     return k, compiled
@@ -386,14 +392,13 @@ def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
     stamp = k.out / ".harness-snapshot"
     image = k.out / k.arch.image
     vmlinux = k.out / "vmlinux"
-    workspace = workspace_name(k.version)
+    workspace = workspace_name(k.version, k.flavor)
     if stamp.is_file() and stamp.read_text() == want and image.is_file() and vmlinux.is_file():
-        return Kernel(k.arch, k.variant, build / "src" / f"linux-{workspace}", k.out,
-                      k.patches, k.fragments, k.version), 0
+        return replace(k, tree=build / "src" / f"linux-{workspace}"), 0
     tree = patched_tree(k.tree, workspace, k.patches, log, build / "src", lenient,
                         always_copy=True, overlay=overlay)
-    ws = Kernel(k.arch, workspace, tree, build / "kernel" / f"{k.arch.name}-{workspace}",
-                k.patches, k.fragments, k.version)
+    ws = replace(k, variant=workspace, tree=tree,
+                 out=build / "kernel" / f"{k.arch.name}-{workspace}")
     own_out_dir(ws.out)
     configure(ws, log)
     compiled = compile_kernel(ws, jobs, log)
@@ -403,7 +408,7 @@ def _build_in_workspace(build: Path, k: Kernel, jobs: int, log: Path,
     shutil.copyfile(ws.vmlinux, vmlinux)
     shutil.copyfile(ws.config, k.config)
     stamp.write_text(want)
-    return Kernel(k.arch, k.variant, tree, k.out, k.patches, k.fragments, k.version), compiled
+    return replace(k, tree=tree), compiled
 
 
 def _named_files(fragment: Path) -> str:

@@ -54,6 +54,7 @@ import yaml
 
 from .archs import ARCHS
 from .errors import ConfigError
+from .flavors import FLAVORS, PLAIN
 from .kbuild import DEFAULT_VERSION
 
 MODES: tuple[str, ...] = ("enforce", "fix", "log", "off")
@@ -84,8 +85,9 @@ _MATRIX_KEYS = (*_AXES, "exclude")
 _MUTANT_KEYS = ("patches", "base", "versions", *(a for a in _AXES if a != "variants"),
                 "exclude")
 _MUTANT_VERSION_KEYS = ("patches", "base")
-_VARIANT_KEYS = ("series", "version", "tree", "note", "known_failures", "known_splats")
-_KNOWN_FAILURE_KEYS = ("tests", "cells", "reason")
+_VARIANT_KEYS = ("series", "version", "tree", "note", "known_failures", "known_splats",
+                 "flavor", "of")
+_KNOWN_FAILURE_KEYS = ("tests", "cells", "reason", "racy")
 _KNOWN_SPLAT_KEYS = ("signature", "cells", "reason")
 # The variants --kernel-tree / KERNEL_TREE= and --extra-patches / EXTRA_PATCHES= add.
 LOCAL_VARIANT = "local"
@@ -115,11 +117,18 @@ class Cell:
                                       HASHES[self.hash], SETATTR[self.setattr])))
 
 
+class RacyReason(str):
+    """The reason of a known failure that is a race (racy: true): the test
+    fails when its racers hit the window, and a pass, when they did not,
+    is no unexpected pass."""
+
+
 @dataclass(frozen=True)
 class KnownFailure:
     tests: tuple[str, ...]                      # fnmatch patterns of "<suite>/<case>"
     cells: tuple[tuple[str, tuple[str, ...]], ...]   # (cell field, allowed values)
     reason: str
+    racy: bool = False
 
     def applies(self, cell: Cell, test: str) -> bool:
         return (all(getattr(cell, key) in values for key, values in self.cells)
@@ -153,14 +162,18 @@ class Variant:
     known_splats: tuple[KnownSplat, ...] = ()
     # Whose Debian tree (linux-source-<version>) it is built from.
     version: str = DEFAULT_VERSION
+    # How its kernels are configured and booted (harness/flavors.py).
+    flavor: str = PLAIN
 
     def known_splat(self, cell: Cell, signature: str) -> str | None:
         """Why a splat of this signature is expected in cell, or None."""
         return next((k.reason for k in self.known_splats if k.applies(cell, signature)), None)
 
     def expected_failure(self, cell: Cell, test: str) -> str | None:
-        """Why test is expected to fail in cell on this kernel, or None."""
-        return next((k.reason for k in self.known_failures if k.applies(cell, test)), None)
+        """Why test is expected to fail in cell on this kernel, or None (a
+        RacyReason when it fails only if a race is hit)."""
+        return next((RacyReason(k.reason) if k.racy else k.reason
+                     for k in self.known_failures if k.applies(cell, test)), None)
 
 
 @dataclass(frozen=True)
@@ -251,10 +264,15 @@ def _known_entries(value: Any, where: str, keys: tuple[str, ...], what: str,
 
 
 def _known_failures(value: Any, where: str) -> tuple[KnownFailure, ...]:
-    return tuple(KnownFailure(_strings(entry["tests"], f"{where}[{i}].tests",
-                                       "test-name patterns"), cells, reason)
-                 for i, (entry, cells, reason)
-                 in enumerate(_known_entries(value, where, _KNOWN_FAILURE_KEYS, "tests")))
+    out = []
+    for i, (entry, cells, reason) in enumerate(
+            _known_entries(value, where, _KNOWN_FAILURE_KEYS, "tests")):
+        racy = entry.get("racy", False)
+        if not isinstance(racy, bool):
+            raise ConfigError(f"{where}[{i}].racy: expected true or false, found {racy!r}")
+        out.append(KnownFailure(_strings(entry["tests"], f"{where}[{i}].tests",
+                                         "test-name patterns"), cells, reason, racy))
+    return tuple(out)
 
 
 def _known_splats(value: Any, where: str) -> tuple[KnownSplat, ...]:
@@ -289,18 +307,40 @@ def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
                     and (not isinstance(field, str) or not field):
                 raise ConfigError(f"{where}.{name}.{key}: expected a non-empty string, "
                                   f"found {field!r}")
+        if "flavor" in spec and spec["flavor"] not in FLAVORS:
+            raise ConfigError(f"{where}.{name}.flavor: unknown flavor {spec['flavor']!r}; "
+                              f"expected one of {_join(FLAVORS)}")
+        parent = None
+        if "of" in spec:
+            parent = variants.get(spec["of"])
+            if parent is None or parent.flavor != PLAIN:
+                raise ConfigError(f"{where}.{name}.of: {spec['of']!r} is no plain variant "
+                                  "defined above it; of: names the variant whose tree, "
+                                  "series and known failures this one shares")
+            for key in ("series", "tree", "version"):
+                if key in spec:
+                    raise ConfigError(f"{where}.{name}: has both of: and {key}:; a variant "
+                                      f"of {spec['of']!r} has its {key}: drop one")
         series, tree = spec.get("series"), spec.get("tree")
         if tree and "version" in spec:
             raise ConfigError(f"{where}.{name}: has both tree: and version:; version: "
                               "picks one of Debian's trees, tree: is a tree of your own: "
                               "drop one")
+        failures = _known_failures(spec.get("known_failures", []),
+                                   f"{where}.{name}.known_failures")
+        splats = _known_splats(spec.get("known_splats", []), f"{where}.{name}.known_splats")
+        if parent:
+            variants[name] = Variant(name, parent.series, spec.get("note", ""), parent.tree,
+                                     parent.known_failures + failures,
+                                     known_splats=parent.known_splats + splats,
+                                     version=parent.version,
+                                     flavor=spec.get("flavor", PLAIN))
+            continue
         variants[name] = Variant(name, base / series if series else None,
                                  spec.get("note", ""), base / tree if tree else None,
-                                 _known_failures(spec.get("known_failures", []),
-                                                 f"{where}.{name}.known_failures"),
-                                 known_splats=_known_splats(spec.get("known_splats", []),
-                                                            f"{where}.{name}.known_splats"),
-                                 version=spec.get("version", DEFAULT_VERSION))
+                                 failures, known_splats=splats,
+                                 version=spec.get("version", DEFAULT_VERSION),
+                                 flavor=spec.get("flavor", PLAIN))
     return variants
 
 
@@ -344,7 +384,9 @@ class _Names:
 
 
 def _exclusions(value: Any, where: str, names: _Names,
-                axes: Iterable[str] = tuple(_AXES)) -> list[dict[str, str]]:
+                axes: Iterable[str] = tuple(_AXES)) -> list[dict[str, tuple[str, ...]]]:
+    """Each rule excludes the cells that match all its keys; a key's value
+    is one name or a list of them (any of)."""
     keys = [_AXES[a] for a in axes]
     if not isinstance(value, list):
         raise ConfigError(f"{where}: expected a list of mappings with keys "
@@ -352,10 +394,10 @@ def _exclusions(value: Any, where: str, names: _Names,
     rules = []
     for i, rule in enumerate(value):
         rule = _mapping(rule, f"{where}[{i}]", keys)
-        for axis, key in _AXES.items():
-            if key in rule:
-                names.one(rule[key], axis, f"{where}[{i}].{key}")
-        rules.append(rule)
+        rules.append({key: names.axis(rule[key], axis, f"{where}[{i}].{key}")
+                      if isinstance(rule[key], list)
+                      else (names.one(rule[key], axis, f"{where}[{i}].{key}"),)
+                      for axis, key in _AXES.items() if key in rule})
     return rules
 
 
@@ -386,7 +428,7 @@ def _cells(section: dict[str, Any], where: str, names: _Names,
     rules = _exclusions(section.get("exclude", []), f"{where}.exclude", names)
     cells = tuple(
         cell for cell in itertools.starmap(Cell, itertools.product(*axes.values()))
-        if not any(all(getattr(cell, k) == v for k, v in rule.items()) for rule in rules))
+        if not any(all(getattr(cell, k) in v for k, v in rule.items()) for rule in rules))
     if not cells:
         product = " x ".join(f"{axis} [{_join(values)}]" for axis, values in axes.items())
         raise ConfigError(f"{where}.exclude: excludes every cell of {product}; "

@@ -7,10 +7,15 @@ git-style trailers of its description, what must catch it:
     Caught-by: fput_test/*            (fnmatch over "<suite>/<case>"; one per line)
     Caught-by: splat:lockdep-circular (a kernel splat of that kind)
     Exposed-in: custom-policy cells   (optional: where it shows, and why only there)
+    Flavor: debug                     (optional: a race only SMP shows, a use-after-free
+                                       only KASAN sees: boot the debug cells instead)
 
 `make mutants` builds each on top of the base variant's series (matrix.yaml
 mutants:), boots the mutants: cells, and judges it caught when every
-Caught-by pattern matches something that failed in its cells.
+Caught-by pattern matches something that failed in its cells.  A mutant
+of another flavor is built on the base's variant of that flavor (the
+debug one: `of:` the base in matrix.yaml) and boots the cells the matrix
+gives that variant, on the mutants: section's arches.
 
 Another kernel version has a directory of its own (mutants: versions:)
 with a quilt-style `series` naming its known-bad patches: the ones that
@@ -26,12 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError
+from .flavors import FLAVORS, PLAIN
 from .kbuild import DEFAULT_VERSION, read_series
 from .matrix import Variant
 from .results import NO_RESULT_PREFIX, CellResult
 from .status import FAILING, Status
 
-_TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in):\s*(.*?)\s*$")
+_TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in|Flavor):\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class Mutant:
     summary: str            # Mutant:
     caught_by: tuple[str, ...]
     exposed_in: str = ""
+    flavor: str = PLAIN     # Flavor:
 
 
 def variant_name(patch: Path) -> str:
@@ -55,7 +62,8 @@ def parse(patch: Path, version: str = DEFAULT_VERSION) -> Mutant:
         text = patch.read_text(errors="replace")
     except OSError as e:
         raise ConfigError(f"{patch}: cannot read: {e.strerror}") from e
-    fields: dict[str, list[str]] = {"Mutant": [], "Caught-by": [], "Exposed-in": []}
+    fields: dict[str, list[str]] = {"Mutant": [], "Caught-by": [], "Exposed-in": [],
+                                    "Flavor": []}
     for line in text.splitlines():
         if line == "---" or line.startswith("diff --git") or line.startswith("--- "):
             break
@@ -65,9 +73,29 @@ def parse(patch: Path, version: str = DEFAULT_VERSION) -> Mutant:
         raise ConfigError(f"{patch}: no 'Caught-by: <test pattern>' trailer in its description; "
                           "a known-bad patch must name the tests that catch it "
                           "(see harness/mutants.py)")
+    flavor = " ".join(fields["Flavor"]) or PLAIN
+    if flavor not in FLAVORS:
+        raise ConfigError(f"{patch}: 'Flavor: {flavor}' is no kernel flavor; expected one of "
+                          f"{', '.join(FLAVORS)} (harness/flavors.py)")
     name = variant_name(patch) + ("" if version == DEFAULT_VERSION else f"-{version}")
     return Mutant(name, patch, " ".join(fields["Mutant"]),
-                  tuple(fields["Caught-by"]), " ".join(fields["Exposed-in"]))
+                  tuple(fields["Caught-by"]), " ".join(fields["Exposed-in"]), flavor)
+
+
+def flavored_base(mutant: Mutant, base: Variant, variants: dict[str, Variant]) -> Variant:
+    """The variant a mutant is built on: base, or for a mutant of another
+    flavor, the variant of that flavor with base's tree, series and
+    version."""
+    if mutant.flavor == base.flavor:
+        return base
+    for v in variants.values():
+        if (v.flavor, v.series, v.tree, v.version) == \
+                (mutant.flavor, base.series, base.tree, base.version):
+            return v
+    raise ConfigError(f"{mutant.patch.name}: Flavor: {mutant.flavor}, but matrix.yaml has no "
+                      f"{mutant.flavor} variant of {base.name!r}; add one "
+                      f"({base.name}-{mutant.flavor}: {{of: {base.name}, "
+                      f"flavor: {mutant.flavor}}})")
 
 
 def discover(directory: Path, version: str = DEFAULT_VERSION) -> list[Mutant]:
@@ -89,7 +117,7 @@ def as_variant(mutant: Mutant, base: Variant) -> Variant:
     return Variant(mutant.variant, base.series, mutant.summary or mutant.patch.name,
                    base.tree, base.known_failures, patches=(*base.patches, mutant.patch),
                    workspace=True, catches=mutant.caught_by, known_splats=base.known_splats,
-                   version=base.version)
+                   version=base.version, flavor=base.flavor)
 
 
 @dataclass(frozen=True)

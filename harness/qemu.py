@@ -35,6 +35,7 @@ class BootRequest:
     accel: str              # "tcg" or "kvm"
     memory_mb: int
     timeout_s: int
+    cpus: int = 1           # more than one: multi-threaded TCG
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,14 @@ def kernel_cmdline(req: BootRequest) -> str:
 
 def command(req: BootRequest) -> list[str]:
     a = req.arch
-    cmd = [a.qemu, "-M", a.machine, "-cpu", a.cpu, "-accel", req.accel,
-           "-m", str(req.memory_mb), "-smp", "1",
+    # Several vCPUs run in threads of their own only with thread=multi:
+    # TCG's default for them is one thread taking turns, which runs no two
+    # kernel paths at the same time.
+    accel = req.accel
+    if req.cpus > 1 and accel == "tcg":
+        accel = "tcg,thread=multi"
+    cmd = [a.qemu, "-M", a.machine, "-cpu", a.cpu, "-accel", accel,
+           "-m", str(req.memory_mb), "-smp", str(req.cpus),
            # No default devices (VGA, NIC, floppy): faster, and the serial
            # console on stdio is the only output.
            "-nodefaults", "-display", "none", "-serial", "stdio",

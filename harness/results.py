@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import kernlog, ktap, splats as splat_scanner, timing as timing_mod
 from .cases import Case
-from .matrix import Cell
+from .matrix import Cell, RacyReason
 from .qemu import BootOutcome
 from .splats import Splat, decoded_file, splat_file
 from .status import CASE_STATUSES, CELL_STATUSES, FAILING, Status
@@ -134,6 +134,9 @@ def _expect(t: TestResult, why: str | None, missing: bool) -> TestResult:
                               f"but it must fail by its checks, not like this: {why})", t.log)
         return TestResult(t.name, Status.XFAIL, f"known failure: {why} (failed: {t.reason})"
                           if t.reason else f"known failure: {why}", t.log)
+    if t.status == Status.PASS and isinstance(why, RacyReason):
+        return TestResult(t.name, Status.PASS, f"passed: its race was not hit this time "
+                          f"(a known failure when it is: {why})", t.log)
     if t.status == Status.PASS:
         return TestResult(t.name, Status.XPASS, f"passed, but is a known failure of this kernel: "
                           f"{why} (fixed? drop it from known_failures in matrix.yaml)", t.log)
@@ -183,17 +186,20 @@ def _read_boot(boot: Boot, known_splat: Callable[[str], str | None]) -> _Seen:
 def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel: str,
              artifacts: Path | None = None,
              known: Callable[[str], str | None] = lambda name: None,
-             known_splat: Callable[[str], str | None] = lambda signature: None) -> CellResult:
+             known_splat: Callable[[str], str | None] = lambda signature: None,
+             missing_coverage: Callable[[str], list[str]] = lambda console: [],
+             ) -> CellResult:
     """One boot that ran every program of expected."""
     programs = tuple(dict.fromkeys(c.suite for c in expected))
     return evaluate_boots(cell, [Boot(outcome, programs)], expected, accel, artifacts, known,
-                          known_splat)
+                          known_splat, missing_coverage)
 
 
 def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], accel: str,
                    artifacts: Path | None = None,
                    known: Callable[[str], str | None] = lambda name: None,
                    known_splat: Callable[[str], str | None] = lambda signature: None,
+                   missing_coverage: Callable[[str], list[str]] = lambda console: [],
                    ) -> CellResult:
     """The cell's verdict from its boots: the first, then its continuation
     boots, each running the programs the one before lost lockdep (or
@@ -202,7 +208,9 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
     expected to fail in this cell (matrix.Variant.expected_failure), or
     None; known_splat(signature) the same of a splat
     (matrix.Variant.known_splat): such a splat fails neither the cell nor
-    its test."""
+    its test.  missing_coverage(console) names the detectors of the
+    cell's flavor (harness/flavors.py) a boot's console does not show
+    running: each fails the cell."""
     seen = [_read_boot(b, known_splat) for b in boots]
     tests: dict[str, TestResult] = {}
     problems: list[str] = []
@@ -215,6 +223,9 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
         problems += [prefix + p for p in _boot_problems(sv.boot.outcome, sv.run, sv.splats,
                                                         boot_tests, mine)]
         problems += [prefix + p for p in _coverage_problems(sv, boot_tests)]
+        if missing := missing_coverage(sv.boot.outcome.console):
+            problems.append(f"{prefix}the kernel ran without {', '.join(missing)}: the "
+                            "flavor's checks were not in force")
     found = tuple(sp for sv in seen for sp in sv.splats)
     for sp in found:
         if sp.test in tests and not sp.known:

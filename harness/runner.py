@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import initramfs, kbuild, keys, ktree, qemu, report, results, splats, timing
+from . import flavors, initramfs, kbuild, keys, ktree, qemu, report, results, splats, timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
@@ -109,9 +109,11 @@ class _Timer:
         self.timings[self.phase] = self.timings.get(self.phase, 0.0) + time.monotonic() - self.start
 
 
-def fragments(repo: Path, arch: str, build: Path) -> tuple[Path, ...]:
+def fragments(repo: Path, arch: str, build: Path,
+              flavor: str = flavors.PLAIN) -> tuple[Path, ...]:
     cfg = repo / "kernel-patches" / "config"
     return (cfg / "common.config", cfg / f"{arch}.config",
+            *flavors.FLAVORS[flavor].fragment_paths(cfg, arch),
             keys.ensure(build) / "trusted-keys.config")
 
 
@@ -157,7 +159,7 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
         rr.builds = art.builds
         if art.trees:
             rr.meta["kernel_trees"] = art.trees
-        expected_s = expected_seconds(cells, build)
+        expected_s = expected_seconds(cells, build, matrix)
         with _Timer(rr.timings, "boot"):
             boot_stage(matrix, cells, art, expected, rr.run_dir, build, jobs or _cpus(),
                        accel, expected_s, rr.timings, log, rr.cells, rr.accels,
@@ -225,13 +227,15 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
     # versions build side by side: a build leaves a core idle in its serial
     # steps (the vmlinux links, kallsyms, objtool, compressing the image),
     # which another version's build fills.  Within a version the kernels
-    # take turns, arch by arch.  A tree of one's own may take 6.1's.
-    groups: dict[str, list[tuple[str, list[str]]]] = {}
+    # take turns, arch by arch.  A tree of one's own may take 6.1's.  Each
+    # flavor has its workspaces too, and builds beside the others.
+    groups: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}
     for arch_name in arches:
         for v in dict.fromkeys(c.variant for c in cells if c.arch == arch_name):
             variant = matrix.variants.get(v)
-            group = variant.version if variant and variant.tree is None \
-                else kbuild.DEFAULT_VERSION
+            group = (variant.version if variant and variant.tree is None
+                     else kbuild.DEFAULT_VERSION,
+                     variant.flavor if variant else flavors.PLAIN)
             turns = groups.setdefault(group, [])
             if not turns or turns[-1][0] != arch_name:
                 turns.append((arch_name, []))
@@ -277,8 +281,10 @@ def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str],
             continue
         sources[v] = (variant.tree or pristine[variant.version], patches)
     plan = kbuild.plan(build, arch, sources,
-                       {v: fragments(repo, arch_name, build) for v in sources},
-                       {v: matrix.variants[v].version for v in sources})
+                       {v: fragments(repo, arch_name, build, matrix.variants[v].flavor)
+                        for v in sources},
+                       {v: matrix.variants[v].version for v in sources},
+                       {v: matrix.variants[v].flavor for v in sources})
     built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
     for v, k in plan.items():
         if k.out not in built:
@@ -334,13 +340,19 @@ def _build_one(matrix: Matrix, build: Path, k: kbuild.Kernel, make_jobs: int,
 
 # ---- artifact directory -------------------------------------------------------
 
-def expected_seconds(cells: list[Cell], build: Path) -> dict[str, float]:
+def expected_seconds(cells: list[Cell], build: Path,
+                     matrix: Matrix | None = None) -> dict[str, float]:
     """Per cell id, how long its last full run on this build directory took
     (build/cell-times.json, see boot_stage), else a guess from its arch;
     off-custom cells take about twice as long (their tests wait for
-    records that never come)."""
+    records that never come), and a flavor's cells its time_factor."""
     known = timing.load_times(build / "cell-times.json")
-    return {c.id: known.get(c.id, _GUESS_S.get(c.arch, 30.0)
+
+    def factor(c: Cell) -> float:
+        v = matrix.variants.get(c.variant) if matrix else None
+        return flavors.FLAVORS[v.flavor].time_factor if v else 1
+
+    return {c.id: known.get(c.id, _GUESS_S.get(c.arch, 30.0) * factor(c)
                             * (2 if (c.mode, c.policy) == ("off", "custom") else 1))
             for c in cells}
 
@@ -520,18 +532,48 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
     # Longest first: the last guests to finish are then short ones.
     order = sorted(cells, key=lambda c: (-expected_s.get(c.id, 0.0), c.id))
     lock = threading.Lock()
+    # jobs is the number of guest CPUs at once: a guest of several vCPUs
+    # (the debug flavor) takes as many slots, so that its vCPUs really run
+    # at the same time on the host's cores, which is what its races need.
+    # In order: a cell waiting for two slots is not overtaken by the
+    # one-slot cells after it, which would keep it waiting to the end.
+    slots = threading.Condition()
+    free = [jobs]
+    waiting: list[int] = []
+    stopping = [False]      # Ctrl-C or an error: a waiting cell boots no guest
 
-    def one(cell: Cell) -> CellResult:
+    def one(turn: int, cell: Cell) -> CellResult:
         key = (cell.arch, cell.variant)
         if key in art.broken or cell.arch not in accels or key not in art.kernels:
             why = art.broken.get(key, f"no kernel or initramfs for {cell.arch}-{cell.variant}")
             return results.error_cell(cell, why)
+        variant = matrix.variants.get(cell.variant)
+        need = min(jobs, flavors.FLAVORS[variant.flavor].cpus if variant else 1)
+        with slots:
+            waiting.append(turn)
+            slots.wait_for(lambda: stopping[0] or (free[0] >= need and min(waiting) == turn))
+            waiting.remove(turn)
+            if stopping[0]:
+                slots.notify_all()
+                return results.error_cell(cell, "not booted: the run was stopped")
+            free[0] -= need
+            slots.notify_all()
         try:
             return _boot_cell(matrix, cell, art.kernels[key], art.initrds[cell.arch],
                               accels[cell.arch].accel, expected, run_dir, build,
                               (programs or {}).get(cell.id, ()))
         except Exception as e:   # noqa: BLE001 - the cell is an error, the run goes on
             return results.error_cell(cell, f"{type(e).__name__}: {e}")
+        except BaseException:
+            # KeyboardInterrupt, SystemExit: the run stops, before the
+            # slots this cell frees start another.
+            with slots:
+                stopping[0] = True
+            raise
+        finally:
+            with slots:
+                free[0] += need
+                slots.notify_all()
 
     def finished(result: CellResult) -> None:
         out = run_dir / result.cell.id
@@ -551,7 +593,7 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
 
     log(f"booting {len(cells)} cell(s), {jobs} at a time")
     pool = ThreadPoolExecutor(max_workers=jobs)
-    pending: set[Future] = {pool.submit(one, c) for c in order}
+    pending: set[Future] = {pool.submit(one, turn, c) for turn, c in enumerate(order)}
     try:
         while pending:
             ready, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -563,7 +605,11 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
                 if f.exception() is not None:
                     raise f.exception()
     finally:
-        # On Ctrl-C the guests got the SIGINT too; boot no further cells.
+        # On Ctrl-C the guests got the SIGINT too; boot no further cells,
+        # not even those waiting for a slot.
+        with slots:
+            stopping[0] = bool(pending)
+            slots.notify_all()
         pool.shutdown(wait=not pending, cancel_futures=True)
         # What the next run's order (and a manifest's shards) go by: full runs only.
         timing.save_times(build / "cell-times.json",
@@ -623,11 +669,14 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     every = tuple(dict.fromkeys(c.suite for c in expected))
     boots = [_boot_once(matrix, cell, kernel, initrd, accel, out, build, every, 1,
                         select=bool(programs))]
-    result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat)
+    flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
+    result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
+                                    flavor.missing_coverage)
     while result.rerun:
         boots.append(_boot_once(matrix, cell, kernel, initrd, accel, out, build, result.rerun,
                                 len(boots) + 1, select=True))
-        result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat)
+        result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
+                                        flavor.missing_coverage)
     splats.save(out, result.splats, kernel.symbols)
     return result
 
@@ -641,12 +690,15 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     # rules run after run, which keeps logs comparable.
     fsuuid = str(uuidlib.UUID(bytes=hashlib.sha256(cell.id.encode()).digest()[:16], version=4))
     qemu.make_scratch_disk(disk, fsuuid)
-    cmdline = f"{qemu.HARNESS_MARKER} {cell.cmdline()}"
+    variant = matrix.variants.get(cell.variant)
+    flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
+    cmdline = " ".join(filter(None, (qemu.HARNESS_MARKER, flavor.boot_args.get(cell.arch, ""),
+                                     cell.cmdline())))
     if select:
         # The guest's init runs only these, in this order (initramfs/init).
         cmdline += f" {qemu.PROGRAMS_PARAM}={','.join(programs)}"
     req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, initrd, disk, cmdline, accel,
-                           matrix.memory, matrix.timeout)
+                           matrix.memory, matrix.timeout * flavor.timeout_factor, flavor.cpus)
     suffix = "" if n == 1 else f"-{n}"
     (out / f"qemu-cmdline{suffix}.sh").write_text(
         "#!/bin/sh\n# Boots this cell again by hand.\n" + qemu.shell_quoted(qemu.command(req)) + "\n")

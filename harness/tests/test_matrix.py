@@ -260,10 +260,20 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "matrix.yaml: variants.patched.series: expected a non-empty string, found ''"),
     (_set("variants.patched", {"serie": "kernel-patches/series"}),
      "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, version, tree, note, "
-     "known_failures, known_splats"),
+     "known_failures, known_splats, flavor, of"),
+    (_set("variants.stock.known_failures", [{"tests": ["a/b"], "reason": "r", "racy": "yes"}]),
+     "matrix.yaml: variants.stock.known_failures[0].racy: expected true or false, found 'yes'"),
+    (_set("variants.patched", {"flavor": "kasan"}),
+     "matrix.yaml: variants.patched.flavor: unknown flavor 'kasan'; expected one of plain, debug"),
+    (_set("variants.patched", {"of": "nosuch", "flavor": "debug"}),
+     "matrix.yaml: variants.patched.of: 'nosuch' is no plain variant defined above it; of: "
+     "names the variant whose tree, series and known failures this one shares"),
+    (_set("variants.patched", {"of": "stock", "series": "kernel-patches/series"}),
+     "matrix.yaml: variants.patched: has both of: and series:; a variant of 'stock' has its "
+     "series: drop one"),
     (_set("variants", {}),
      "matrix.yaml: variants: expected a mapping of variant names to {series, version, tree, note, "
-     "known_failures, known_splats}; "
+     "known_failures, known_splats, flavor, of}; "
      "found {}"),
     ([1, 2],
      "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, memory; "

@@ -148,3 +148,31 @@ def test_a_port_is_caught_by_what_its_original_is() -> None:
     for port in sorted((regs / "6.12").glob("*.patch")):
         assert (port.name, regressions.parse(port).caught_by) == \
             (port.name, regressions.parse(regs / port.name).caught_by)
+
+
+def test_a_debug_mutant_is_built_on_the_debug_variant_of_its_base(tmp_path: Path) -> None:
+    import pytest
+    from harness.errors import ConfigError
+    from harness.matrix import load
+    patch = tmp_path / "0060-REGRESSION-ima-a-race.patch"
+    patch.write_text("Subject: x\n\nMutant: a race\nCaught-by: race_test/*\nFlavor: debug\n---\n")
+    mu = regressions.parse(patch)
+    assert (mu.flavor, mu.caught_by) == ("debug", ("race_test/*",))
+    m = load(REPO / "matrix.yaml")
+    base = regressions.flavored_base(mu, m.variants["patched"], m.variants)
+    assert base.name == "patched-debug"
+    variant = regressions.as_variant(mu, base)
+    assert (variant.flavor, variant.series) == ("debug", m.variants["patched"].series)
+    plain = regressions.parse(REPO / "kernel-patches" / "regressions" / sorted(
+        p.name for p in (REPO / "kernel-patches" / "regressions").glob("*.patch"))[0])
+    assert regressions.flavored_base(plain, m.variants["patched"], m.variants).name == "patched"
+    no_debug = {k: v for k, v in m.variants.items() if v.flavor != "debug"}
+    with pytest.raises(ConfigError) as e:
+        regressions.flavored_base(mu, m.variants["patched"], no_debug)
+    assert str(e.value) == (
+        "0060-REGRESSION-ima-a-race.patch: Flavor: debug, but matrix.yaml has no debug variant "
+        "of 'patched'; add one (patched-debug: {of: patched, flavor: debug})")
+    patch.write_text("Subject: x\n\nCaught-by: race_test/*\nFlavor: kasan\n---\n")
+    with pytest.raises(ConfigError) as e:
+        regressions.parse(patch)
+    assert "'Flavor: kasan' is no kernel flavor; expected one of plain, debug" in str(e.value)

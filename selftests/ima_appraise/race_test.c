@@ -11,7 +11,10 @@
  *
  * Each test runs up to RACE_ITERATIONS rounds and starts no round after
  * RACE_MS of its time (the first always runs): on a fast machine the
- * count bounds it, on a slow one the clock.  Every round forks its racers
+ * count bounds it, on a slow one the clock.  With more than one CPU
+ * online (the debug flavor's guests) the bounds are RACE_ITERATIONS_SMP
+ * and RACE_MS_SMP: the racers run at the same time there, not only at
+ * their sleep points, and a narrow window needs many rounds.  Every round forks its racers
  * (processes: each has its own descriptors, and an exiting racer's last
  * fput runs in its exit), each racer opens what it needs, says it is
  * ready on a pipe and blocks reading a gate pipe; the parent closes the
@@ -69,9 +72,12 @@
  * (EXT4_STATE_DA_ALLOC_CLOSE: filemap_flush(), whose ext4_writepages()
  * has a cond_resched() per pagevec and whose block allocation may wait
  * for I/O).
- * writers_close_together's writers never truncate, so they cannot race
- * there, and it must pass on every kernel; it still runs the closers at
- * their sleep points, under lockdep.  writers_close_after_truncate makes
+ * writers_close_together's writers never truncate, so on one CPU they
+ * cannot race there, and it must pass on every kernel; it still runs the
+ * closers at their sleep points, under lockdep.  With two CPUs (the debug
+ * flavor) two closers can meet in the window without any sleep: stock
+ * 6.1 fails it when they do, in some rounds only (a racy known failure
+ * of stock-debug, and of stock-6.12-debug).  writers_close_after_truncate makes
  * the race happen on one CPU: both writers open the file, then one
  * truncates it to 0 and writes TRUNC_PAGES, the other spins until the
  * first one starts its close(), and the first one's
@@ -89,10 +95,22 @@
 
 #define RACE_ITERATIONS 12
 #define RACE_MS 150
+/*
+ * With several CPUs (the debug flavor) the racers really run at once, not
+ * only at their sleep points, and every round is another chance to hit a
+ * window a few instructions wide: more rounds, and a longer bound for a
+ * kernel that KASAN and lockdep make ten times slower.
+ */
+#define RACE_ITERATIONS_SMP 64
+#define RACE_MS_SMP 3000
 /* Pages of data; writers_close_together has one writer per page. */
 #define RACE_PAGES 4
 /* Loops of each looping racer per round. */
 #define RACE_LOOPS 3
+/* writers_close_at_once: one closer per CPU of the debug flavor's guests */
+#define AT_ONCE_WRITERS 2
+/* How long a WRITTEN_CLOSE racer waits for the others out of the gate */
+#define RACE_MEET_MS 2000
 #define RACERS_MAX 8
 
 static const char data_name[] = "data";
@@ -111,6 +129,8 @@ enum racer_kind {
 	TRUNC_WRITE_CLOSE,
 	/* nothing but close(), as soon as the truncating writer sets closing */
 	HOLD_CLOSE,
+	/* pwrite() of its page before the gate, nothing but close() after it */
+	WRITTEN_CLOSE,
 	/* loops: open, read all, close */
 	READ,
 	/* loops: open for writing, pwrite() of the same content, close */
@@ -134,6 +154,7 @@ static const char *const kind_names[] = {
 	[REWRITE_SYNC_CLOSE] = "rewrite_sync_close",
 	[TRUNC_WRITE_CLOSE] = "trunc_write_close",
 	[HOLD_CLOSE] = "hold_close",
+	[WRITTEN_CLOSE] = "written_close",
 	[READ] = "read",
 	[SAME_WRITE] = "same_write",
 	[MAP_EXEC] = "map_exec",
@@ -155,6 +176,8 @@ struct race_shared {
 	struct racer_result results[RACERS_MAX];
 	/* TRUNC_WRITE_CLOSE is about to close(): HOLD_CLOSE closes too */
 	int closing;
+	/* WRITTEN_CLOSE racers out of the gate: they close() when all are */
+	int arrived;
 };
 
 FIXTURE(race)
@@ -385,10 +408,19 @@ static void racer_loop(const struct race_round *r, enum racer_kind kind,
 	}
 }
 
+static long ms_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) * 1000 +
+	       (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
 /*
  * A writer racer (kind < READ): opens data (and maps it) before the gate,
- * then writes its share of self->content (HOLD_CLOSE: none) and releases
- * data.
+ * then writes its share of self->content (HOLD_CLOSE: none; WRITTEN_CLOSE:
+ * before the gate) and releases data.
  */
 static void racer_write(const struct race_round *r, enum racer_kind kind,
 			unsigned int i, struct racer_result *res, int ready,
@@ -412,7 +444,31 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 		fd = -1;
 	}
 	held = fd >= 0 || map != MAP_FAILED;
+	if (held && kind == WRITTEN_CLOSE)
+		CHECK(r, res,
+		      pwrite(fd, r->self->content + off, r->self->page, off) ==
+			      (ssize_t)r->self->page,
+		      "pwrite of its page");
 	racer_wait(ready, gate);
+	if (kind == WRITTEN_CLOSE) {
+		struct timespec start;
+
+		/*
+		 * The gate lets the racers go one after the other (each
+		 * must be woken and scheduled): meet here, every CPU
+		 * spinning, so that the close()s start together.  Only
+		 * writers_close_at_once has them, AT_ONCE_WRITERS of them;
+		 * a partner that never comes (the round failed) is given up
+		 * after RACE_MEET_MS.
+		 */
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		__atomic_add_fetch(&r->self->shared->arrived, 1,
+				   __ATOMIC_ACQ_REL);
+		while (__atomic_load_n(&r->self->shared->arrived,
+				       __ATOMIC_ACQUIRE) < AT_ONCE_WRITERS &&
+		       ms_since(&start) < RACE_MEET_MS)
+			sched_yield();
+	}
 	if (!held)
 		return;
 
@@ -449,6 +505,9 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 	case HOLD_CLOSE:
 		while (!__atomic_load_n(closing, __ATOMIC_ACQUIRE))
 			;
+		CHECK(r, res, !close(fd), "close its writer");
+		break;
+	case WRITTEN_CLOSE:
 		CHECK(r, res, !close(fd), "close its writer");
 		break;
 	default:
@@ -550,25 +609,19 @@ static void race_round(struct __test_metadata *const _metadata,
 	}
 }
 
-static long ms_since(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - start->tv_sec) * 1000 +
-	       (now.tv_nsec - start->tv_nsec) / 1000000;
-}
-
 /*
  * Starts the next round (*round: 1, 2, ...) unless RACE_ITERATIONS are
- * done or RACE_MS have passed since start; the first always starts.
+ * done or RACE_MS have passed since start (RACE_ITERATIONS_SMP and
+ * RACE_MS_SMP with more than one CPU online); the first always starts.
  */
 static bool race_next(struct __test_metadata *const _metadata,
 		      const struct timespec *start, unsigned int *round)
 {
-	long ms = ms_since(start);
+	bool smp = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+	unsigned int iterations = smp ? RACE_ITERATIONS_SMP : RACE_ITERATIONS;
+	long ms = ms_since(start), bound = smp ? RACE_MS_SMP : RACE_MS;
 
-	if (*round < RACE_ITERATIONS && (*round == 0 || ms < RACE_MS)) {
+	if (*round < iterations && (*round == 0 || ms < bound)) {
 		++*round;
 		return true;
 	}
@@ -646,6 +699,39 @@ TEST_F(race, writers_close_together)
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (race_next(_metadata, &start, &r.round)) {
 		for (i = 0; i < RACE_PAGES; i++)
+			fill_page(self->content + i * self->page, self->page,
+				  r.round, i);
+		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
+		assert_round_written(_metadata, self, r.round);
+	}
+}
+
+/*
+ * Two writers wrote their pages before the gate, meet after it and only
+ * close(), at the same moment: with two CPUs they meet in
+ * ima_check_last_writer(), one spinning for iint->mutex while the other,
+ * holding it, reads i_writecount, which its write access still counts.
+ * On one CPU a close runs to its end before the next begins (nothing in
+ * it sleeps), and every kernel passes; with several, 6.1's and 6.12's
+ * closers can both miss being the last writer, and kernel-patches/0006
+ * must still label the file.
+ */
+TEST_F(race, writers_close_at_once)
+{
+	static const enum racer_kind kinds[AT_ONCE_WRITERS] = {
+		WRITTEN_CLOSE, WRITTEN_CLOSE,
+	};
+	struct race_round r = { .self = self };
+	struct timespec start;
+	unsigned int i;
+
+	if (self->env.skip)
+		return;
+	ima_env_quiet(_metadata, &self->env);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (race_next(_metadata, &start, &r.round)) {
+		/* Writer i writes page i; the others keep their content. */
+		for (i = 0; i < AT_ONCE_WRITERS; i++)
 			fill_page(self->content + i * self->page, self->page,
 				  r.round, i);
 		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));

@@ -1,0 +1,212 @@
+"""The debug flavor: its kernels' configuration, how its guests boot, and
+the coverage check each of its cells makes on its kernel log."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness import flavors, kbuild, qemu, results, runner
+from harness.archs import ARCHS
+from harness.cases import Case
+from harness.matrix import Cell, load, tier_cells
+from harness.qemu import BootOutcome
+
+DATA = Path(__file__).parent / "test_data"
+REPO = Path(__file__).resolve().parents[2]
+DEBUG = flavors.FLAVORS[flavors.DEBUG]
+RECORDED_DEBUG = DATA / "real_x86_64_debug_patched_enforce_custom_pass.log"
+
+
+def test_a_plain_kernels_log_fails_the_debug_coverage_check() -> None:
+    """A plain kernel (one CPU, no KASAN, tiny RCU) booted where a debug
+    one was asked for: every detector is named as missing."""
+    console = (DATA / "real_x86_64_stock_enforce_custom_whole_log.log").read_text()
+    assert DEBUG.missing_coverage(console) == [
+        "KASAN", "KFENCE", "PROVE_RCU", "PREEMPT_RCU", "2 CPUs (no 'smp: Brought up' line)"]
+    # A kernel with KFENCE, preemptible RCU and its lockdep checks, but
+    # neither KASAN nor a second CPU.
+    no_kasan = (DATA / "real_x86_64_kfence.log").read_text()
+    assert DEBUG.missing_coverage(no_kasan) == ["KASAN", "2 CPUs (brought up 1)"]
+
+
+def test_the_plain_flavor_asks_for_nothing() -> None:
+    console = (DATA / "real_x86_64_stock_enforce_custom_whole_log.log").read_text()
+    assert flavors.FLAVORS[flavors.PLAIN].missing_coverage(console) == []
+
+
+@pytest.mark.parametrize("arch,extra", [
+    ("x86_64", ["debug.config", "x86_64-debug.config"]),
+    ("aarch64", ["debug.config"]),
+])
+def test_debug_kernels_get_the_debug_fragments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               arch: str, extra: list[str]) -> None:
+    monkeypatch.setattr(runner.keys, "ensure", lambda build: tmp_path)
+    plain = runner.fragments(REPO, arch, tmp_path)
+    debug = runner.fragments(REPO, arch, tmp_path, flavors.DEBUG)
+    assert [p.name for p in plain] == ["common.config", f"{arch}.config", "trusted-keys.config"]
+    assert [p.name for p in debug] == ["common.config", f"{arch}.config", *extra,
+                                       "trusted-keys.config"]
+    assert all(p.is_file() for p in debug[:-1])
+
+
+def test_a_debug_variant_is_its_own_kernel_in_its_own_workspace(tmp_path: Path) -> None:
+    """Same tree and series as patched, other fragments: not shared with
+    patched, and its turns are taken in a workspace of the debug flavor."""
+    tree, series = tmp_path / "linux", (tmp_path / "0001.patch",)
+    frags = {"patched": (tmp_path / "common.config",),
+             "patched-debug": (tmp_path / "common.config", tmp_path / "debug.config")}
+    plan = kbuild.plan(tmp_path, ARCHS["x86_64"],
+                       {"patched": (tree, series), "patched-debug": (tree, series)}, frags,
+                       {}, {"patched-debug": flavors.DEBUG})
+    assert plan["patched"].out != plan["patched-debug"].out
+    assert (plan["patched"].flavor, plan["patched-debug"].flavor) == ("plain", "debug")
+    assert kbuild.workspace_name("6.1", "plain") == "workspace"
+    assert kbuild.workspace_name("6.1", "debug") == "workspace-debug"
+    assert kbuild.workspace_name("6.12", "debug") == "workspace-6.12-debug"
+
+
+def test_several_cpus_run_in_threads_of_their_own(tmp_path: Path) -> None:
+    req = qemu.BootRequest(ARCHS["x86_64"], tmp_path / "bzImage", tmp_path / "initrd", None,
+                           "", "tcg", 512, 60, cpus=2)
+    cmd = qemu.command(req)
+    assert cmd[cmd.index("-smp") + 1] == "2"
+    assert cmd[cmd.index("-accel") + 1] == "tcg,thread=multi"
+    one = qemu.command(qemu.BootRequest(ARCHS["x86_64"], tmp_path / "bzImage",
+                                        tmp_path / "initrd", None, "", "tcg", 512, 60))
+    assert (one[one.index("-smp") + 1], one[one.index("-accel") + 1]) == ("1", "tcg")
+
+
+def test_the_repos_debug_variants_share_their_bases_series_and_known_failures() -> None:
+    m = load(REPO / "matrix.yaml")
+    for name, base in (("stock-debug", "stock"), ("patched-debug", "patched")):
+        v, b = m.variants[name], m.variants[base]
+        assert (v.flavor, v.series, v.version) == ("debug", b.series, b.version)
+        assert v.known_failures[:len(b.known_failures)] == b.known_failures
+    debug_cells = [c for c in m.cells if m.variants[c.variant].flavor == flavors.DEBUG]
+    assert debug_cells, "the default matrix boots no debug cell"
+    # Not in make check: a cold debug build alone takes half its budget.
+    assert not [c for c in tier_cells(m, "check") if c in debug_cells]
+
+
+def test_an_exclusion_may_list_values(tmp_path: Path) -> None:
+    (tmp_path / "series").write_text("")
+    (tmp_path / "matrix.yaml").write_text(
+        "variants:\n  stock: {}\n  patched: {series: series}\n"
+        "matrix:\n  archs: [x86_64]\n  modes: [enforce, fix, log]\n"
+        "  policies: [custom]\n  variants: [stock, patched]\n"
+        "  exclude:\n    - {variant: patched, mode: [fix, log]}\n")
+    m = load(tmp_path / "matrix.yaml")
+    assert [c.id for c in m.cells] == [
+        "x86_64-stock-enforce-custom-sha1-keep", "x86_64-stock-fix-custom-sha1-keep",
+        "x86_64-stock-log-custom-sha1-keep", "x86_64-patched-enforce-custom-sha1-keep"]
+
+
+def _debug_cell(console: str) -> results.CellResult:
+    """The recorded debug cell (x86_64-patched-debug-enforce-custom-sha1-
+    remove, 2026-12-04), judged as the runner judges a debug cell: the
+    cases are those its kernel log marks."""
+    found = re.findall(r"ima_selftest: begin (\w+)/(\S+)", console)
+    expected = tuple(Case(s, n) for s, n in dict.fromkeys(found))
+    assert len(expected) == 165
+    cell = Cell("x86_64", "patched-debug", "enforce", "custom", "sha1", "remove")
+    return results.evaluate(cell, BootOutcome(console, 0, False, 137.7, ("qemu",)), expected,
+                            "tcg", missing_coverage=DEBUG.missing_coverage)
+
+
+def test_a_real_debug_cell_shows_its_coverage_and_passes() -> None:
+    r = _debug_cell(RECORDED_DEBUG.read_text())
+    assert (r.status, r.problems) == ("pass", ())
+    assert r.counts()["pass"] == 165
+
+
+@pytest.mark.parametrize("edit,missing", [
+    (("smp: Brought up 1 node, 2 CPUs", "smp: Brought up 1 node, 1 CPU"), "2 CPUs (brought up 1)"),
+    (("kasan: KernelAddressSanitizer initialized", "kasan: off"), "KASAN"),
+    (("rcu: Preemptible hierarchical RCU", "rcu: Hierarchical RCU"), "PREEMPT_RCU"),
+])
+def test_a_debug_cell_without_a_detector_fails_by_its_name(edit: tuple[str, str],
+                                                           missing: str) -> None:
+    console = RECORDED_DEBUG.read_text()
+    assert edit[0] in console
+    r = _debug_cell(console.replace(*edit))
+    assert r.status == "fail"
+    assert r.problems == (f"the kernel ran without {missing}: the flavor's checks were not "
+                          "in force",)
+
+
+def test_a_debug_cell_is_expected_to_take_longer(tmp_path: Path) -> None:
+    """The longest cells boot first: a debug cell with no history must not
+    be guessed as short as a plain one."""
+    m = load(REPO / "matrix.yaml")
+    plain = Cell("x86_64", "patched", "enforce", "custom", "sha1", "remove")
+    debug = Cell("x86_64", "patched-debug", "enforce", "custom", "sha1", "remove")
+    guess = runner.expected_seconds([plain, debug], tmp_path, m)
+    assert guess[debug.id] == 9 * guess[plain.id]
+
+
+def test_a_two_cpu_guest_takes_two_of_the_jobs(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """JOBS=2: two plain guests run at once, a debug guest (two vCPUs)
+    alone, so that its racers get both host cores."""
+    import threading
+    import time as time_mod
+    m = load(REPO / "matrix.yaml")
+    cells = [Cell("x86_64", v, "enforce", "custom", "sha1", "remove")
+             for v in ("patched", "stock", "patched-debug", "stock-debug")]
+    running: set[str] = set()
+    seen: list[frozenset[str]] = []
+    lock = threading.Lock()
+
+    def fake_boot(matrix, cell, *args, **kwargs):   # noqa: ANN001, ANN002, ANN003
+        with lock:
+            running.add(cell.variant)
+            seen.append(frozenset(running))
+        time_mod.sleep(0.05)
+        with lock:
+            running.discard(cell.variant)
+        return results.error_cell(cell, "fake")
+
+    monkeypatch.setattr(runner, "_boot_cell", fake_boot)
+    monkeypatch.setattr(runner, "_choose_accels", lambda *a: {
+        "x86_64": qemu.AccelChoice("tcg", "fake")})
+    art = runner.Artifacts(kernels={("x86_64", c.variant): runner.BuiltKernel(
+        tmp_path / "bzImage", tmp_path / "config", "") for c in cells},
+        initrds={"x86_64": tmp_path / "initrd"})
+    done: list = []
+    runner.boot_stage(m, cells, art, (), tmp_path, tmp_path, 2, "tcg",
+                      runner.expected_seconds(cells, tmp_path, m), {}, lambda s: None,
+                      done, {})
+    assert len(done) == 4
+    assert all(len(s) == 1 for s in seen if s & {"patched-debug", "stock-debug"})
+    assert frozenset({"patched", "stock"}) in seen
+
+
+def test_a_stopped_run_boots_no_cell_that_waits_for_its_slots(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a debug guest runs and another waits for both slots:
+    the waiting one must not start a guest that never got the SIGINT."""
+    import time as time_mod
+    m = load(REPO / "matrix.yaml")
+    cells = [Cell("x86_64", v, "enforce", "custom", "sha1", "remove")
+             for v in ("patched-debug", "stock-debug")]
+    booted: list[str] = []
+
+    def fake_boot(matrix, cell, *args, **kwargs):   # noqa: ANN001, ANN002, ANN003
+        booted.append(cell.variant)
+        time_mod.sleep(0.05)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "_boot_cell", fake_boot)
+    monkeypatch.setattr(runner, "_choose_accels", lambda *a: {
+        "x86_64": qemu.AccelChoice("tcg", "fake")})
+    art = runner.Artifacts(kernels={("x86_64", c.variant): runner.BuiltKernel(
+        tmp_path / "bzImage", tmp_path / "config", "") for c in cells},
+        initrds={"x86_64": tmp_path / "initrd"})
+    with pytest.raises(KeyboardInterrupt):
+        runner.boot_stage(m, cells, art, (), tmp_path, tmp_path, 2, "tcg",
+                          runner.expected_seconds(cells, tmp_path, m), {}, lambda s: None,
+                          [], {})
+    time_mod.sleep(0.2)
+    assert booted == ["patched-debug"]
