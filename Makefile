@@ -55,7 +55,9 @@ help:
 	@echo '  mutants    boot every known-bad patch of kernel-patches/regressions on top of'
 	@echo '             the series (x86_64 unless ARCHS=; MUTANTS=<names> picks some;'
 	@echo '             VERSION=6.12: those of kernel-patches/regressions/6.12 on 6.12);'
-	@echo '             fails unless each is caught as its Caught-by: trailers say'
+	@echo '             fails unless each is caught as its Caught-by: trailers say;'
+	@echo '             PROGRAMS=race_test boots only those programs, REPEAT=10 boots'
+	@echo '             the cells ten times and says in how many runs each was caught'
 	@echo '  selftests  build the guest /selftests tree only: build/selftests/<arch>/'
 	@echo '  bench      measure cold and warm builds, the boot floor, the matrix (narrow it'
 	@echo '             with ARCHS= etc.) and the edit loop, in BENCH_BUILD (build/bench)'
@@ -105,7 +107,8 @@ bisect: deps
 mutants: deps
 	$(Q)$(PYTHON) -m harness mutants --build-dir=$(BUILD) \
 		$(if $(ARCHS),--archs=$(ARCHS)) $(if $(JOBS),--jobs=$(JOBS)) \
-		$(if $(VERSION),--version=$(VERSION)) $(subst $(comma), ,$(MUTANTS))
+		$(if $(VERSION),--version=$(VERSION)) $(if $(PROGRAMS),--programs=$(PROGRAMS)) \
+		$(if $(REPEAT),--repeat=$(REPEAT)) $(subst $(comma), ,$(MUTANTS))
 
 # The old name.
 regressions: mutants

@@ -81,6 +81,13 @@ def main(argv: list[str]) -> int:
         rg.add_argument("--version", default=None,
                         help="the kernel version whose mutants to run (matrix.yaml "
                              "mutants: versions:; default: that of mutants: base:)")
+        rg.add_argument("--programs", default=None,
+                        help="comma-separated test programs, the only ones booted "
+                             "(default: all); a Caught-by: trailer naming another "
+                             "cannot be met")
+        rg.add_argument("--repeat", type=int, default=1,
+                        help="boot the cells this many times, one run after another, "
+                             "and say in how many each mutant was caught")
         rg.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
         rg.add_argument("--build-dir", type=Path, default=REPO / "build")
     rp = sub.add_parser("report", help="write RUN_DIR/report.html from its results.json")
@@ -216,16 +223,38 @@ def _mutants(args: argparse.Namespace) -> int:
         if bases[mu.variant] is not base:
             cells += [dataclasses.replace(c, variant=mu.variant) for c in m.cells
                       if c.variant == bases[mu.variant].name and c.arch in archs]
-    run = runner.run(m, list(cells), cases.expected_cases(REPO / "selftests"), REPO,
-                     args.build_dir.resolve(), jobs=args.jobs)
-    verdicts = [mutants.judge(mu.variant, mu.caught_by,
-                              [c for c in run.cells if c.cell.variant == mu.variant])
-                for mu in chosen]
-    print(mutants.report(verdicts, {mu.variant: mu.summary + (f"; exposed in: {mu.exposed_in}"
-                                                              if mu.exposed_in else "")
-                                    for mu in chosen}))
-    print(f"results: {run.run_dir}")
-    return 0 if all(v.caught for v in verdicts) else 1
+    if args.repeat < 1:
+        raise HarnessError(f"--repeat={args.repeat}: boot the cells at least once (REPEAT=1)")
+    expected = cases.expected_cases(REPO / "selftests")
+    programs = {}
+    if args.programs:
+        chosen_programs = matrix_mod._split(args.programs)
+        known = tuple(dict.fromkeys(c.suite for c in expected))
+        for p in chosen_programs:
+            if p not in known:
+                raise HarnessError(f"PROGRAMS: no test program {p!r} in selftests/ima_appraise; "
+                                   f"there are: {', '.join(known)}")
+        programs = {c.id: tuple(p for p in known if p in chosen_programs) for c in cells}
+    notes = {mu.variant: mu.summary + (f"; exposed in: {mu.exposed_in}" if mu.exposed_in else "")
+             for mu in chosen}
+    runs, dirs = [], []
+    for i in range(args.repeat):
+        if args.repeat > 1:
+            print(f"mutants: run {i + 1} of {args.repeat}", flush=True)
+        run = runner.run(m, list(cells), expected, REPO, args.build_dir.resolve(),
+                         jobs=args.jobs, programs=programs)
+        runs.append([mutants.judge(mu.variant, mu.caught_by,
+                                   [c for c in run.cells if c.cell.variant == mu.variant])
+                     for mu in chosen])
+        dirs.append(run.run_dir)
+    if args.repeat == 1:
+        print(mutants.report(runs[0], notes))
+        print(f"results: {dirs[0]}")
+    else:
+        print(mutants.tally(runs, notes))
+        for i, d in enumerate(dirs):
+            print(f"results of run {i + 1}: {d}")
+    return 0 if all(v.caught for verdicts in runs for v in verdicts) else 1
 
 
 if __name__ == "__main__":

@@ -167,3 +167,26 @@ def report(verdicts: list[Verdict], notes: dict[str, str] | None = None) -> str:
     n = sum(v.caught for v in verdicts)
     lines.append(f"mutants: {n} of {len(verdicts)} caught")
     return "\n".join(lines)
+
+
+def tally(runs: list[list[Verdict]], notes: dict[str, str] | None = None) -> str:
+    """The verdicts of the same mutants over repeated runs (make mutants
+    REPEAT=N): a race mutant is caught by chance, and how often it is
+    caught within race_test's bound is the measure of that test.  Each
+    mutant's line says in how many runs it was caught; the evidence of
+    its first miss (or, caught every time, of its first run) follows."""
+    lines = []
+    names = [v.variant for v in runs[0]]
+    for name in names:
+        mine = [next(v for v in run if v.variant == name) for run in runs]
+        caught = sum(v.caught for v in mine)
+        lines.append(f"{name:<26} caught in {caught} of {len(mine)} runs")
+        if notes and notes.get(name):
+            lines.append(f"    ({notes[name]})")
+        missed = [i for i, v in enumerate(mine) if not v.caught]
+        shown = missed[0] if missed else 0
+        lines += [f"    run {shown + 1}: {e}" for e in mine[shown].evidence]
+    always = sum(all(next(v for v in run if v.variant == n).caught for run in runs)
+                 for n in names)
+    lines.append(f"mutants: {always} of {len(names)} caught in all {len(runs)} runs")
+    return "\n".join(lines)

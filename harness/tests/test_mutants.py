@@ -2,7 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness import mutants as regressions, results
+from harness.__main__ import main
 from harness.tests.recorded import RECORDED_CASES
 from harness.matrix import Cell
 from harness.qemu import BootOutcome
@@ -176,3 +179,31 @@ def test_a_debug_mutant_is_built_on_the_debug_variant_of_its_base(tmp_path: Path
     with pytest.raises(ConfigError) as e:
         regressions.parse(patch)
     assert "'Flavor: kasan' is no kernel flavor; expected one of plain, debug" in str(e.value)
+
+
+def test_repeated_runs_count_the_catches_and_show_the_first_miss() -> None:
+    caught = regressions.Verdict("racy", True, ("race_test/*: race_test/x in c1",))
+    missed = regressions.Verdict("racy", False, ("race_test/*: NOTHING FAILED",))
+    steady = regressions.Verdict("steady", True, ("splat:*: splat:kasan in c2",))
+    text = regressions.tally([[caught, steady], [missed, steady], [caught, steady]],
+                             {"racy": "breaks the last writer"})
+    assert text.splitlines() == [
+        "racy                       caught in 2 of 3 runs",
+        "    (breaks the last writer)",
+        "    run 2: race_test/*: NOTHING FAILED",
+        "steady                     caught in 3 of 3 runs",
+        "    run 1: splat:*: splat:kasan in c2",
+        "mutants: 1 of 2 caught in all 3 runs",
+    ]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--programs=race_test,no_such_test"],
+     "PROGRAMS: no test program 'no_such_test' in selftests/ima_appraise; there are: "),
+    (["--repeat=0"], "--repeat=0: boot the cells at least once (REPEAT=1)"),
+])
+def test_make_mutants_refuses_bad_input_before_building(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(["mutants", "--build-dir", str(tmp_path), *argv]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {message}")
+    assert not any(tmp_path.iterdir())
