@@ -3,6 +3,8 @@ the coverage check each of its cells makes on its kernel log."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -146,67 +148,61 @@ def test_a_debug_cell_is_expected_to_take_longer(tmp_path: Path) -> None:
     assert guess[debug.id] == 9 * guess[plain.id]
 
 
-def test_a_two_cpu_guest_takes_two_of_the_jobs(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def boot_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """runner.boot_stage() of x86_64 enforce-custom-remove cells of the
+    given variants, at JOBS=2, each cell's boot replaced by fake_boot(cell)."""
+    def boot(variants: tuple[str, ...], fake_boot) -> list:  # noqa: ANN001
+        m = load(REPO / "matrix.yaml")
+        cells = [Cell("x86_64", v, "enforce", "custom", "sha1", "remove") for v in variants]
+        monkeypatch.setattr(runner, "_boot_cell",
+                            lambda matrix, cell, *args, **kwargs: fake_boot(cell))
+        monkeypatch.setattr(runner, "_choose_accels", lambda *a: {
+            "x86_64": qemu.AccelChoice("tcg", "fake")})
+        art = runner.Artifacts(kernels={("x86_64", c.variant): runner.BuiltKernel(
+            tmp_path / "bzImage", tmp_path / "config", "") for c in cells},
+            initrds={"x86_64": tmp_path / "initrd"})
+        done: list = []
+        runner.boot_stage(m, cells, art, (), tmp_path, tmp_path, 2, "tcg",
+                          runner.expected_seconds(cells, tmp_path, m), {}, lambda s: None,
+                          done, {})
+        return done
+    return boot
+
+
+def test_a_two_cpu_guest_takes_two_of_the_jobs(boot_stage) -> None:  # noqa: ANN001
     """JOBS=2: two plain guests run at once, a debug guest (two vCPUs)
     alone, so that its racers get both host cores."""
-    import threading
-    import time as time_mod
-    m = load(REPO / "matrix.yaml")
-    cells = [Cell("x86_64", v, "enforce", "custom", "sha1", "remove")
-             for v in ("patched", "stock", "patched-debug", "stock-debug")]
     running: set[str] = set()
     seen: list[frozenset[str]] = []
     lock = threading.Lock()
 
-    def fake_boot(matrix, cell, *args, **kwargs):   # noqa: ANN001, ANN002, ANN003
+    def fake_boot(cell: Cell) -> results.CellResult:
         with lock:
             running.add(cell.variant)
             seen.append(frozenset(running))
-        time_mod.sleep(0.05)
+        time.sleep(0.05)
         with lock:
             running.discard(cell.variant)
         return results.error_cell(cell, "fake")
 
-    monkeypatch.setattr(runner, "_boot_cell", fake_boot)
-    monkeypatch.setattr(runner, "_choose_accels", lambda *a: {
-        "x86_64": qemu.AccelChoice("tcg", "fake")})
-    art = runner.Artifacts(kernels={("x86_64", c.variant): runner.BuiltKernel(
-        tmp_path / "bzImage", tmp_path / "config", "") for c in cells},
-        initrds={"x86_64": tmp_path / "initrd"})
-    done: list = []
-    runner.boot_stage(m, cells, art, (), tmp_path, tmp_path, 2, "tcg",
-                      runner.expected_seconds(cells, tmp_path, m), {}, lambda s: None,
-                      done, {})
+    done = boot_stage(("patched", "stock", "patched-debug", "stock-debug"), fake_boot)
     assert len(done) == 4
     assert all(len(s) == 1 for s in seen if s & {"patched-debug", "stock-debug"})
     assert frozenset({"patched", "stock"}) in seen
 
 
-def test_a_stopped_run_boots_no_cell_that_waits_for_its_slots(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stopped_run_boots_no_cell_that_waits_for_its_slots(boot_stage) -> None:  # noqa: ANN001
     """Ctrl-C while a debug guest runs and another waits for both slots:
     the waiting one must not start a guest that never got the SIGINT."""
-    import time as time_mod
-    m = load(REPO / "matrix.yaml")
-    cells = [Cell("x86_64", v, "enforce", "custom", "sha1", "remove")
-             for v in ("patched-debug", "stock-debug")]
     booted: list[str] = []
 
-    def fake_boot(matrix, cell, *args, **kwargs):   # noqa: ANN001, ANN002, ANN003
+    def fake_boot(cell: Cell) -> results.CellResult:
         booted.append(cell.variant)
-        time_mod.sleep(0.05)
+        time.sleep(0.05)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "_boot_cell", fake_boot)
-    monkeypatch.setattr(runner, "_choose_accels", lambda *a: {
-        "x86_64": qemu.AccelChoice("tcg", "fake")})
-    art = runner.Artifacts(kernels={("x86_64", c.variant): runner.BuiltKernel(
-        tmp_path / "bzImage", tmp_path / "config", "") for c in cells},
-        initrds={"x86_64": tmp_path / "initrd"})
     with pytest.raises(KeyboardInterrupt):
-        runner.boot_stage(m, cells, art, (), tmp_path, tmp_path, 2, "tcg",
-                          runner.expected_seconds(cells, tmp_path, m), {}, lambda s: None,
-                          [], {})
-    time_mod.sleep(0.2)
+        boot_stage(("patched-debug", "stock-debug"), fake_boot)
+    time.sleep(0.2)
     assert booted == ["patched-debug"]

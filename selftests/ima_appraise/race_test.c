@@ -680,15 +680,14 @@ static void assert_round_written(struct __test_metadata *const _metadata,
 }
 
 /*
- * Fails on a kernel whose last writer does not label the file (0013), and
- * on the SMP debug flavor wherever closers can both miss being the last.
+ * Rounds of writers (kinds), bounded by race_next(): before each, pages
+ * 0 to pages - 1 of self->content get the round's bytes, which the
+ * writers write; after it, data must hold them, labelled.
  */
-TEST_F(race, writers_close_together)
+static void race_writers(struct __test_metadata *const _metadata,
+			 FIXTURE_DATA(race) * self, const enum racer_kind *kinds,
+			 unsigned int n, unsigned int pages)
 {
-	static const enum racer_kind kinds[] = {
-		WRITE_CLOSE,	WRITE_CLOSE, MAP_WRITE_MUNMAP,
-		MAP_WRITE_EXIT, READ,
-	};
 	struct race_round r = { .self = self };
 	struct timespec start;
 	unsigned int i;
@@ -698,12 +697,26 @@ TEST_F(race, writers_close_together)
 	ima_env_quiet(_metadata, &self->env);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (race_next(_metadata, &start, &r.round)) {
-		for (i = 0; i < RACE_PAGES; i++)
+		for (i = 0; i < pages; i++)
 			fill_page(self->content + i * self->page, self->page,
 				  r.round, i);
-		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
+		race_round(_metadata, &r, kinds, n);
 		assert_round_written(_metadata, self, r.round);
 	}
+}
+
+/*
+ * Fails on a kernel whose last writer does not label the file (0013), and
+ * on the SMP debug flavor wherever closers can both miss being the last.
+ */
+TEST_F(race, writers_close_together)
+{
+	static const enum racer_kind kinds[] = {
+		WRITE_CLOSE,	WRITE_CLOSE, MAP_WRITE_MUNMAP,
+		MAP_WRITE_EXIT, READ,
+	};
+
+	race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds), RACE_PAGES);
 }
 
 /*
@@ -721,22 +734,10 @@ TEST_F(race, writers_close_at_once)
 	static const enum racer_kind kinds[AT_ONCE_WRITERS] = {
 		WRITTEN_CLOSE, WRITTEN_CLOSE,
 	};
-	struct race_round r = { .self = self };
-	struct timespec start;
-	unsigned int i;
 
-	if (self->env.skip)
-		return;
-	ima_env_quiet(_metadata, &self->env);
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (race_next(_metadata, &start, &r.round)) {
-		/* Writer i writes page i; the others keep their content. */
-		for (i = 0; i < AT_ONCE_WRITERS; i++)
-			fill_page(self->content + i * self->page, self->page,
-				  r.round, i);
-		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
-		assert_round_written(_metadata, self, r.round);
-	}
+	/* Writer i writes page i; the others keep their content. */
+	race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds),
+		     AT_ONCE_WRITERS);
 }
 
 /*
