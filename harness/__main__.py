@@ -202,6 +202,8 @@ def _mutants(args: argparse.Namespace) -> int:
     own = m.mutants["versions"][version]
     found = mutants.discover(own["patches"], version)
     by_name = {mu.variant: mu for mu in found} | {mu.patch.name: mu for mu in found}
+    # MUTANTS=0015: the number alone, as regressions/README names them.
+    by_name |= {mu.patch.name.split("-", 1)[0]: mu for mu in found}
     for name in args.names:
         if name not in by_name:
             raise HarnessError(f"no mutant {name!r} in {own['patches']}; there are: "

@@ -198,9 +198,10 @@ def test_repeated_runs_count_the_catches_and_show_the_first_miss() -> None:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--programs=race_test,no_such_test"],
+    (["--programs=race_test,no_such_test", "0015"],
      "PROGRAMS: no test program 'no_such_test' in selftests/ima_appraise; there are: "),
     (["--repeat=0"], "--repeat=0: boot the cells at least once (REPEAT=1)"),
+    (["9999"], "no mutant '9999' in "),
 ])
 def test_make_mutants_refuses_bad_input_before_building(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:

@@ -53,7 +53,11 @@
  *     the old value in between (process_measurement() reads it under
  *     iint->mutex, not i_rwsem) caches a failure that no later bit
  *     resets.  That window needs the setxattr() to sleep between its hook
- *     and ext4's write (a journal wait); it is for the SMP flavor to find.
+ *     and ext4's write (a journal wait); it is for the SMP flavor to find,
+ *     and for label_set_during_appraisal:
+ *   label_set_during_appraisal: each round the label is removed, then set
+ *     again by one racer while two others read the file until it is:
+ *     once setxattr() has returned, the file must pass, in enforce too.
  *
  * The last-writer race.  ima_check_last_writer() runs from __fput() ->
  * ima_file_free() and updates security.ima only if i_writecount == 1,
@@ -145,6 +149,10 @@ enum racer_kind {
 	REMOVE_SET_LABEL,
 	/* loops: echo 3 > drop_caches */
 	DROP_CACHES,
+	/* setxattr() of the correct label, once; then sets labelled */
+	LABEL_ONCE,
+	/* loops: open, read all, close, until labelled is set */
+	READ_UNTIL_LABELLED,
 };
 
 static const char *const kind_names[] = {
@@ -162,6 +170,8 @@ static const char *const kind_names[] = {
 	[SET_LABEL] = "set_label",
 	[REMOVE_SET_LABEL] = "remove_set_label",
 	[DROP_CACHES] = "drop_caches",
+	[LABEL_ONCE] = "label_once",
+	[READ_UNTIL_LABELLED] = "read_until_labelled",
 };
 
 /* One racer's account of its round, in memory shared with the parent. */
@@ -178,6 +188,8 @@ struct race_shared {
 	int closing;
 	/* WRITTEN_CLOSE racers out of the gate: they close() when all are */
 	int arrived;
+	/* LABEL_ONCE's setxattr() returned: READ_UNTIL_LABELLED stops */
+	int labelled;
 };
 
 FIXTURE(race)
@@ -521,6 +533,31 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 	}
 }
 
+/*
+ * LABEL_ONCE labels data once; READ_UNTIL_LABELLED reads it over and over
+ * meanwhile, so that an appraisal runs while the setxattr() does, and
+ * gives up after RACE_MEET_MS.
+ */
+static void racer_label_once(const struct race_round *r, enum racer_kind kind,
+			     struct racer_result *res)
+{
+	int *labelled = &r->self->shared->labelled;
+	struct timespec start;
+
+	if (kind == LABEL_ONCE) {
+		CHECK(r, res,
+		      !setxattr(r->self->env.path, XATTR_IMA, r->self->label,
+				r->self->label_len, 0),
+		      "setxattr security.ima");
+		__atomic_store_n(labelled, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (!__atomic_load_n(labelled, __ATOMIC_ACQUIRE) &&
+	       ms_since(&start) < RACE_MEET_MS)
+		racer_read(r, res);
+}
+
 /* The racer's whole life: before the gate, after it, and its exit. */
 static void racer_run(const struct race_round *r, enum racer_kind kind,
 		      unsigned int i, int ready, int gate)
@@ -538,6 +575,10 @@ static void racer_run(const struct race_round *r, enum racer_kind kind,
 		_exit(0);
 	}
 	racer_wait(ready, gate);
+	if (kind >= LABEL_ONCE) {
+		racer_label_once(r, kind, res);
+		_exit(0);
+	}
 	for (loop = 0; loop < RACE_LOOPS; loop++)
 		racer_loop(r, kind, res, &map);
 	/* MAP_EXEC exits with its last mapping. */
@@ -886,6 +927,78 @@ TEST_F(race, label_removed_during_access)
 		       policy_names[self->env.cell.policy], strerror(errno));
 	}
 	ASSERT_EQ(0, test_mmap_exec(fd, self->size));
+	ASSERT_EQ(0, close(fd));
+	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
+}
+
+/*
+ * The label comes back while the file is appraised: each round the parent
+ * removes security.ima, then one racer sets it again while the others
+ * open and read the file until it has.  Readers may be denied (enforce:
+ * the label was missing when they were appraised), but once setxattr()
+ * has returned, the file is labelled correctly and must pass, without a
+ * record, in every mode.  ima_inode_setxattr() marks the iint
+ * (IMA_CHANGE_XATTR) before ext4 writes the value; a reader whose
+ * process_measurement() takes that mark and reads the old value (none)
+ * in between caches a failure that nothing marks stale again, and
+ * enforce denies the labelled file until its inode is evicted.  On one
+ * CPU the window opens only if the setxattr() sleeps in it (a journal
+ * wait); with two, a reader can run in it.  A kernel whose setxattr()
+ * leaves a cached verdict alone (0015) fails it in enforce every round.
+ */
+TEST_F(race, label_set_during_appraisal)
+{
+	static const enum racer_kind kinds[] = {
+		LABEL_ONCE,
+		READ_UNTIL_LABELLED,
+		READ_UNTIL_LABELLED,
+	};
+	struct race_round r = {
+		.self = self,
+		.eacces_allowed = self->env.cell.mode == MODE_ENFORCE,
+	};
+	const char *why = "the correct label, the only one anybody sets";
+	struct timespec start;
+	int fd;
+
+	if (self->env.skip)
+		return;
+	/* Denials and repairs during the race are logged. */
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (race_next(_metadata, &start, &r.round)) {
+		ASSERT_EQ(0, removexattr(self->env.path, XATTR_IMA));
+		/*
+		 * Enforce denies the unlabelled file, and caches that: the
+		 * setxattr() must make it stale, however the racers go.
+		 */
+		if (r.eacces_allowed) {
+			fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
+			ASSERT_EQ(-1, fd)
+			{
+				TH_LOG("round %u: the unlabelled file was opened",
+				       r.round);
+				close(fd);
+			}
+			ASSERT_EQ(EACCES, errno);
+		}
+		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
+		assert_round_label(_metadata, self, r.round, why);
+		fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
+		ASSERT_LE(0, fd)
+		{
+			TH_LOG("%s mode, %s policy, round %u: open after setxattr() returned: %s",
+			       mode_names[self->env.cell.mode],
+			       policy_names[self->env.cell.policy], r.round,
+			       strerror(errno));
+		}
+		ASSERT_EQ(0, close(fd));
+	}
+	/* The racers' records, then none of the labelled file's. */
+	ima_env_watch(_metadata, &self->env);
+	audit_sync(_metadata, &self->env.log);
+	ima_env_watch(_metadata, &self->env);
+	fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, close(fd));
 	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
 }
