@@ -281,10 +281,14 @@ static inline void ima_env_teardown(struct __test_metadata *const _metadata,
 		expect_dir_not_logged(_metadata, &env->log, env->dir);
 	audit_unwatch(&env->log);
 	if (env->dir[0]) {
-		EXPECT_EQ(0, nftw(env->dir, remove_entry, 16,
-				  FTW_DEPTH | FTW_PHYS | FTW_MOUNT))
+		/* remove_entry()'s errno, or -1 with nftw()'s own in errno */
+		int err = nftw(env->dir, remove_entry, 16,
+			       FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+
+		EXPECT_EQ(0, err)
 		{
-			TH_LOG("removing %s: %s", env->dir, strerror(errno));
+			TH_LOG("removing %s: %s", env->dir,
+			       strerror(err > 0 ? err : errno));
 		}
 	}
 	mark_end(env->case_id);
