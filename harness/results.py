@@ -336,8 +336,9 @@ def _rerun(sv: _Seen) -> tuple[str, ...]:
     """The programs of this boot to run again in a continuation boot: the
     ones after the last that started with lockdep on, if lockdep went off
     or the kernel panicked (never after a timeout: another would cost the
-    whole timeout again).  None if no program started with lockdep on:
-    another boot would lose it as early."""
+    whole timeout again).  Lockdep lost at boot, before any program: all
+    of them (a report at boot may be a chance one; one that comes again
+    ends the cell, _stopper()).  After a panic before any program: none."""
     cov = kernlog.coverage(sv.marks)
     panicked = any(sp.kind == "panic" for sp in sv.splats)
     if sv.boot.outcome.timed_out or not (cov.lost or panicked):
@@ -345,7 +346,9 @@ def _rerun(sv: _Seen) -> tuple[str, ...]:
     # After a panic alone (lockdep on, or not built in), whatever started.
     ran = cov.started_on if cov.lost else {m.name for m in sv.marks if m.what == "start"}
     on = [i for i, p in enumerate(sv.boot.programs) if p in ran]
-    return sv.boot.programs[on[-1] + 1:] if on else ()
+    if on:
+        return sv.boot.programs[on[-1] + 1:]
+    return sv.boot.programs if cov.lost and cov.on_until is None and not panicked else ()
 
 
 def _stopper(seen: list[_Seen]) -> Splat | None:

@@ -3,13 +3,17 @@ makes of them: attribution of splats to cases, lockdep lost without a
 report, a log that cannot be proven whole, continuation boots."""
 from __future__ import annotations
 
-from harness import kernlog, results
+from pathlib import Path
+
+from harness import cases, kernlog, results
 from harness.cases import Case
 from harness.matrix import Cell
 from harness.qemu import BootOutcome
 from harness.status import Status
 
 CELL = Cell("x86_64", "patched", "enforce", "custom")
+DATA = Path(__file__).parent / "test_data"
+REPO = Path(__file__).resolve().parents[2]
 EXPECTED = (Case("open_test", "f.a"), Case("open_test", "f.b"), Case("fput_test", "g.c"),
             Case("mmap_test", "h.d"))
 
@@ -160,16 +164,37 @@ def test_lockdep_lost_by_a_report_asks_for_the_programs_after_it() -> None:
     assert results.evaluate(CELL, outcome(console(recs)), EXPECTED, "tcg").rerun == ()
 
 
-def test_lockdep_off_before_the_first_program_asks_for_nothing() -> None:
+def test_lockdep_off_before_the_first_program_boots_them_all_again() -> None:
+    """A report at boot may be a chance one: another boot runs every
+    program; if it loses lockdep to the same report, the cell ends, with
+    nothing passed off as checked by lockdep."""
     recs = [r.replace("lockdep=on", "lockdep=off") for r in run_records()]
     recs[1:1] = ["BUG: MAX_LOCKDEP_ENTRIES too low!",
                  "turning off the locking correctness validator."]
-    r = results.evaluate(CELL, outcome(console(recs)), EXPECTED, "tcg")
-    assert r.rerun == ()
+    first = results.Boot(outcome(console(recs)), ("open_test", "fput_test", "mmap_test"))
+    r = results.evaluate_boots(CELL, [first], EXPECTED, "tcg")
+    assert r.rerun == ("open_test", "fput_test", "mmap_test")
     assert [sp.kind for sp in r.splats] == ["lockdep-off"]
     assert r.splats[0].test is None
+    again = results.Boot(outcome(console(recs)), first.programs, "console-2.log")
+    r = results.evaluate_boots(CELL, [first, again], EXPECTED, "tcg")
+    assert r.rerun == () and r.status == Status.FAIL
+    assert any(p.startswith("open_test, fput_test, mmap_test ran without lockdep: boot 2 lost "
+                            "it again to lockdep-off") for p in r.problems)
 
 
+def test_a_known_report_at_boot_still_costs_the_cell_its_lockdep() -> None:
+    """Recorded on 2026-12-04 (x86_64 6.1 debug kernel, a 0053 mutant
+    cell): KASAN reported a wild access in rcu_is_watching() from an
+    interrupt during identify_boot_cpu(), and lockdep was off for every
+    program.  Known or not, the programs boot again."""
+    log = (DATA / "real_x86_64_debug_kasan_at_boot.log").read_text()
+    race = tuple(c for c in cases.expected_cases(REPO / "selftests") if c.suite == "race_test")
+    sig = "kasan: wild-memory-access in rcu_is_watching"
+    r = results.evaluate_boots(CELL, [results.Boot(outcome(log), ("race_test",))], race, "tcg",
+                               known_splat=lambda s: "at boot" if s == sig else None)
+    assert [(sp.signature, sp.known, sp.test) for sp in r.splats] == [(sig, "at boot", None)]
+    assert r.rerun == ("race_test",)
 def test_continuation_boots_merge_into_one_cell() -> None:
     first = results.Boot(outcome(console(run_records("open_test/f.b"))),
                          ("open_test", "fput_test", "mmap_test"))
