@@ -83,8 +83,8 @@ def main(argv: list[str]) -> int:
                              "mutants: versions:; default: that of mutants: base:)")
         rg.add_argument("--programs", default=None,
                         help="comma-separated test programs, the only ones booted "
-                             "(default: all); a Caught-by: trailer naming another "
-                             "cannot be met")
+                             "(default: all); Caught-by: trailers naming others are "
+                             "not judged")
         rg.add_argument("--repeat", type=int, default=1,
                         help="boot the cells this many times, one run after another, "
                              "and say in how many each mutant was caught")
@@ -228,7 +228,7 @@ def _mutants(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise HarnessError(f"--repeat={args.repeat}: boot the cells at least once (REPEAT=1)")
     expected = cases.expected_cases(REPO / "selftests")
-    programs = {}
+    programs, booting = {}, ()
     if args.programs:
         chosen_programs = matrix_mod._split(args.programs)
         known = tuple(dict.fromkeys(c.suite for c in expected))
@@ -236,7 +236,12 @@ def _mutants(args: argparse.Namespace) -> int:
             if p not in known:
                 raise HarnessError(f"PROGRAMS: no test program {p!r} in selftests/ima_appraise; "
                                    f"there are: {', '.join(known)}")
-        programs = {c.id: tuple(p for p in known if p in chosen_programs) for c in cells}
+        booting = tuple(p for p in known if p in chosen_programs)
+        programs = {c.id: booting for c in cells}
+        for mu in chosen:
+            if not any(mutants.booted(p, booting) for p in mu.caught_by):
+                raise HarnessError(f"PROGRAMS={args.programs}: {mu.variant} is caught by "
+                                   f"{', '.join(mu.caught_by)}, none of them booted")
     notes = {mu.variant: mu.summary + (f"; exposed in: {mu.exposed_in}" if mu.exposed_in else "")
              for mu in chosen}
     runs, dirs = [], []
@@ -246,9 +251,15 @@ def _mutants(args: argparse.Namespace) -> int:
         run = runner.run(m, list(cells), expected, REPO, args.build_dir.resolve(),
                          jobs=args.jobs, programs=programs)
         runs.append([mutants.judge(mu.variant, mu.caught_by,
-                                   [c for c in run.cells if c.cell.variant == mu.variant])
+                                   [c for c in run.cells if c.cell.variant == mu.variant],
+                                   booting)
                      for mu in chosen])
         dirs.append(run.run_dir)
+        if args.repeat > 1:
+            # Each run's verdict as it ends: an interrupted measurement keeps them.
+            print(f"mutants: run {i + 1} of {args.repeat}: "
+                  + ", ".join(f"{v.variant} {'caught' if v.caught else 'NOT CAUGHT'}"
+                              for v in runs[-1]) + f" ({run.run_dir})", flush=True)
     if args.repeat == 1:
         print(mutants.report(runs[0], notes))
         print(f"results: {dirs[0]}")

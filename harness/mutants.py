@@ -139,7 +139,17 @@ def failures(cells: list[CellResult]) -> list[tuple[str, str]]:
     return found
 
 
-def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult]) -> Verdict:
+def booted(pattern: str, programs: tuple[str, ...]) -> bool:
+    """Whether a Caught-by: pattern can be met when only programs boot
+    (make mutants PROGRAMS=; none: all of them): a splat anywhere can."""
+    return not programs or pattern.startswith("splat:") or \
+        pattern.split("/", 1)[0] in programs
+
+
+def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult],
+          programs: tuple[str, ...] = ()) -> Verdict:
+    """Caught when every pattern of a booted program matched a failure;
+    those of programs not booted (PROGRAMS=) are only named."""
     errors = [c for c in cells if c.status == Status.ERROR]
     if errors or not cells:
         why = errors[0].reason.splitlines()[0] if errors else "no cells ran"
@@ -147,6 +157,9 @@ def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult]) -> V
     failed = failures(cells)
     evidence, caught = [], True
     for pattern in patterns:
+        if not booted(pattern, programs):
+            evidence.append(f"{pattern}: not booted (PROGRAMS=)")
+            continue
         hits = [f"{name} in {cell}" for name, cell in failed if fnmatch.fnmatchcase(name, pattern)]
         if hits:
             evidence.append(f"{pattern}: {hits[0]}" + (f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""))
@@ -180,7 +193,10 @@ def tally(runs: list[list[Verdict]], notes: dict[str, str] | None = None) -> str
     for name in names:
         mine = [next(v for v in run if v.variant == name) for run in runs]
         caught = sum(v.caught for v in mine)
-        lines.append(f"{name:<26} caught in {caught} of {len(mine)} runs")
+        untested = sum(v.evidence[:1] != () and v.evidence[0].startswith("not tested")
+                       for v in mine)
+        lines.append(f"{name:<26} caught in {caught} of {len(mine)} runs"
+                     + (f" ({untested} not tested)" if untested else ""))
         if notes and notes.get(name):
             lines.append(f"    ({notes[name]})")
         missed = [i for i, v in enumerate(mine) if not v.caught]

@@ -239,6 +239,11 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
                         f"again to {stopper.kind}: {stopper.title}, reported by an earlier "
                         "boot; another boot would only show it again")
         rerun = ()
+    if rerun and len(seen) > 1 and _lost_at_boot(seen[-1]):
+        problems.append(f"{', '.join(rerun)} ran without lockdep: boot {len(boots)} lost it "
+                        "at boot too, before the first program; another boot would only "
+                        "lose it again")
+        rerun = ()
     if rerun and len(boots) > CONTINUATION_BOOTS:
         problems.append(f"{', '.join(rerun)} ran without lockdep in the last of the cell's "
                         f"{len(boots)} boots: not covered ({CONTINUATION_BOOTS} continuation "
@@ -336,9 +341,10 @@ def _rerun(sv: _Seen) -> tuple[str, ...]:
     """The programs of this boot to run again in a continuation boot: the
     ones after the last that started with lockdep on, if lockdep went off
     or the kernel panicked (never after a timeout: another would cost the
-    whole timeout again).  Lockdep lost at boot, before any program: all
-    of them (a report at boot may be a chance one; one that comes again
-    ends the cell, _stopper()).  After a panic before any program: none."""
+    whole timeout again).  Lockdep lost at boot, before any program, to a
+    report: all of them (a report at boot may be a chance one; a second
+    boot that loses it at boot ends the cell).  After a panic before any
+    program, or a silent loss: none."""
     cov = kernlog.coverage(sv.marks)
     panicked = any(sp.kind == "panic" for sp in sv.splats)
     if sv.boot.outcome.timed_out or not (cov.lost or panicked):
@@ -348,7 +354,12 @@ def _rerun(sv: _Seen) -> tuple[str, ...]:
     on = [i for i, p in enumerate(sv.boot.programs) if p in ran]
     if on:
         return sv.boot.programs[on[-1] + 1:]
-    return sv.boot.programs if cov.lost and cov.on_until is None and not panicked else ()
+    return sv.boot.programs if _lost_at_boot(sv) and _loss_splats(sv) and not panicked else ()
+
+
+def _lost_at_boot(sv: _Seen) -> bool:
+    cov = kernlog.coverage(sv.marks)
+    return cov.lost and cov.on_until is None
 
 
 def _stopper(seen: list[_Seen]) -> Splat | None:

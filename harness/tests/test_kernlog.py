@@ -183,6 +183,19 @@ def test_lockdep_off_before_the_first_program_boots_them_all_again() -> None:
                             "it again to lockdep-off") for p in r.problems)
 
 
+def test_lockdep_lost_at_boot_twice_ends_the_cell_whatever_the_reports() -> None:
+    def at_boot(title: str, name: str) -> results.Boot:
+        recs = [r.replace("lockdep=on", "lockdep=off") for r in run_records()]
+        recs[1:1] = [title, "turning off the locking correctness validator."]
+        return results.Boot(outcome(console(recs)), ("open_test", "fput_test", "mmap_test"),
+                            name)
+    first = at_boot("BUG: MAX_LOCKDEP_ENTRIES too low!", "console.log")
+    again = at_boot("BUG: MAX_LOCKDEP_CHAINS too low!", "console-2.log")
+    r = results.evaluate_boots(CELL, [first, again], EXPECTED, "tcg")
+    assert r.rerun == () and r.status == Status.FAIL
+    assert any("boot 2 lost it at boot too" in p for p in r.problems)
+
+
 def test_a_known_report_at_boot_still_costs_the_cell_its_lockdep() -> None:
     """Recorded on 2026-12-04 (x86_64 6.1 debug kernel, a 0053 mutant
     cell): KASAN reported a wild access in rcu_is_watching() from an
@@ -195,6 +208,8 @@ def test_a_known_report_at_boot_still_costs_the_cell_its_lockdep() -> None:
                                known_splat=lambda s: "at boot" if s == sig else None)
     assert [(sp.signature, sp.known, sp.test) for sp in r.splats] == [(sig, "at boot", None)]
     assert r.rerun == ("race_test",)
+
+
 def test_continuation_boots_merge_into_one_cell() -> None:
     first = results.Boot(outcome(console(run_records("open_test/f.b"))),
                          ("open_test", "fput_test", "mmap_test"))

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import mutants as regressions, results
+from harness import mutants as regressions, results, runner
 from harness.__main__ import main
 from harness.tests.recorded import RECORDED_CASES
 from harness.matrix import Cell
@@ -198,13 +198,28 @@ def test_repeated_runs_count_the_catches_and_show_the_first_miss() -> None:
 
 
 @pytest.mark.parametrize("argv, message", [
+    (["--programs=securityfs_test", "0013"],
+     "PROGRAMS=securityfs_test: m0013-ima-last-writer-never-updates is caught by "),
     (["--programs=race_test,no_such_test", "0015"],
      "PROGRAMS: no test program 'no_such_test' in selftests/ima_appraise; there are: "),
     (["--repeat=0"], "--repeat=0: boot the cells at least once (REPEAT=1)"),
     (["9999"], "no mutant '9999' in "),
 ])
 def test_make_mutants_refuses_bad_input_before_building(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        argv: list[str], message: str) -> None:
+    monkeypatch.setattr(runner, "run", lambda *a, **k: pytest.fail("it went on to build"))
     assert main(["mutants", "--build-dir", str(tmp_path), *argv]) == 2
     assert capsys.readouterr().err.startswith(f"error: {message}")
     assert not any(tmp_path.iterdir())
+
+
+def test_with_programs_only_their_trailers_are_judged() -> None:
+    cell = evaluate("real_x86_64_skip_exec_enforce_custom_fail.log",
+                    Cell("x86_64", "skip-exec-appraisal", "enforce", "custom"))
+    v = regressions.judge("m", ("exec_test/exec_file.*_hash.execve", "open_test/*"), [cell],
+                          ("exec_test",))
+    assert v.caught
+    assert v.evidence[1] == "open_test/*: not booted (PROGRAMS=)"
+    assert not regressions.judge("m", ("exec_test/exec_file.*_hash.execve", "open_test/*"),
+                                 [cell]).caught

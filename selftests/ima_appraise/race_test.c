@@ -53,7 +53,7 @@
  *     the old value in between (process_measurement() reads it under
  *     iint->mutex, not i_rwsem) caches a failure that no later bit
  *     resets.  That window is narrow (see label_set_during_appraisal,
- *     the case that looks for it):
+ *     the case that looks for it).
  *   label_set_during_appraisal: one racer removes the label and sets it
  *     again, opening the file after each, while two others read it: once
  *     removexattr() has returned, enforce must deny the file; once
@@ -620,7 +620,7 @@ static void racer_run(const struct race_round *r, enum racer_kind kind,
 		_exit(0);
 	}
 	racer_wait(ready, gate);
-	if (kind >= RELABEL_CHECK) {
+	if (kind == RELABEL_CHECK || kind == READ_UNTIL_LABELLED) {
 		racer_relabel(r, kind, res);
 		_exit(0);
 	}
@@ -1000,8 +1000,11 @@ TEST_F(race, label_removed_during_access)
  * a reader already between that and iint->mutex when the xattr call
  * takes i_rwsem can fall in it (6.1 and 6.12 alike).  On 2026-12-04 no
  * debug cell hit it (three cells, 27-28 rounds of 8 xattr calls each).
- * A kernel whose xattr calls leave a cached verdict alone (0015) fails
- * it in enforce, every time, on one CPU as on two.
+ * A hit on a good kernel is a finding (the window is open in stock and
+ * patched alike): list it as a racy known failure with its round and
+ * console, and fix it in the series.  A kernel whose xattr calls leave
+ * a cached verdict alone (0015) fails it in enforce, every time, on one
+ * CPU as on two.
  */
 TEST_F(race, label_set_during_appraisal)
 {
@@ -1026,12 +1029,23 @@ TEST_F(race, label_set_during_appraisal)
 		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
 		assert_round_label(_metadata, self, r.round, why);
 	}
-	/* The racers' records, then none of the labelled file's. */
+	/*
+	 * The racers' records, then none of the labelled file's: set again
+	 * (the parent's alone), its label is appraised afresh on this open,
+	 * not answered from the racer's last.
+	 */
 	ima_env_watch(_metadata, &self->env);
 	audit_sync(_metadata, &self->env.log);
+	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, self->env.good,
+			      self->env.good_len, 0));
 	ima_env_watch(_metadata, &self->env);
 	fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, fd);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("%s mode, %s policy: open after the race: %s",
+		       mode_names[self->env.cell.mode],
+		       policy_names[self->env.cell.policy], strerror(errno));
+	}
 	ASSERT_EQ(0, close(fd));
 	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
 }
