@@ -935,6 +935,35 @@ static void race_access(struct __test_metadata *const _metadata,
 }
 
 /*
+ * After a race that logged: once the parent alone sets the correct label
+ * again, the file is appraised afresh (not answered from a racer's
+ * cached verdict) and must pass an open and an exec mapping, without a
+ * record.  kauditd prints the race's records from its own thread, later:
+ * they are read up to a sentinel, so that the watch starts after them.
+ */
+static void assert_relabelled_passes(struct __test_metadata *const _metadata,
+				     FIXTURE_DATA(race) * self)
+{
+	int fd;
+
+	ima_env_watch(_metadata, &self->env);
+	audit_sync(_metadata, &self->env.log);
+	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, self->env.good,
+			      self->env.good_len, 0));
+	ima_env_watch(_metadata, &self->env);
+	fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("%s mode, %s policy: open after the race: %s",
+		       mode_names[self->env.cell.mode],
+		       policy_names[self->env.cell.policy], strerror(errno));
+	}
+	ASSERT_EQ(0, test_mmap_exec(fd, self->size));
+	ASSERT_EQ(0, close(fd));
+	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
+}
+
+/*
  * Fails on a kernel that fails a correct label (0031), after any of the
  * re-appraisals the racers cause; one that logs a pass as a failure
  * (0032) should fail it too, but that was not seen yet.
@@ -956,31 +985,10 @@ TEST_F(race, label_kept_during_access)
  */
 TEST_F(race, label_removed_during_access)
 {
-	int fd;
-
 	if (self->env.skip)
 		return;
 	race_access(_metadata, self, true);
-	/*
-	 * kauditd prints the race's records from its own thread, later:
-	 * read them up to a sentinel, so that the watch below starts after
-	 * the last of them.
-	 */
-	ima_env_watch(_metadata, &self->env);
-	audit_sync(_metadata, &self->env.log);
-	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, self->env.good,
-			      self->env.good_len, 0));
-	ima_env_watch(_metadata, &self->env);
-	fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, fd)
-	{
-		TH_LOG("%s mode, %s policy: open after the race: %s",
-		       mode_names[self->env.cell.mode],
-		       policy_names[self->env.cell.policy], strerror(errno));
-	}
-	ASSERT_EQ(0, test_mmap_exec(fd, self->size));
-	ASSERT_EQ(0, close(fd));
-	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
+	assert_relabelled_passes(_metadata, self);
 }
 
 /*
@@ -1019,7 +1027,6 @@ TEST_F(race, label_set_during_appraisal)
 	};
 	const char *why = "the correct label, the only one anybody sets";
 	struct timespec start;
-	int fd;
 
 	if (self->env.skip)
 		return;
@@ -1029,25 +1036,7 @@ TEST_F(race, label_set_during_appraisal)
 		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
 		assert_round_label(_metadata, self, r.round, why);
 	}
-	/*
-	 * The racers' records, then none of the labelled file's: set again
-	 * (the parent's alone), its label is appraised afresh on this open,
-	 * not answered from the racer's last.
-	 */
-	ima_env_watch(_metadata, &self->env);
-	audit_sync(_metadata, &self->env.log);
-	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, self->env.good,
-			      self->env.good_len, 0));
-	ima_env_watch(_metadata, &self->env);
-	fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, fd)
-	{
-		TH_LOG("%s mode, %s policy: open after the race: %s",
-		       mode_names[self->env.cell.mode],
-		       policy_names[self->env.cell.policy], strerror(errno));
-	}
-	ASSERT_EQ(0, close(fd));
-	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
+	assert_relabelled_passes(_metadata, self);
 }
 
 TEST_HARNESS_MAIN
