@@ -31,16 +31,12 @@
  * reports each in its own walk, and a continuation boot after the first
  * report still reaches the second.
  *
- * Not walked: a final fput() from a kernel thread (fput() from a
+ * Walked elsewhere: a final fput() from a kernel thread (fput() from a
  * PF_KTHREAD task goes to delayed_fput_list, and a kworker runs
- * __fput()).  Nothing user space can do reaches it in these kernels:
- * AIO, io_uring, the loop device and BSD process accounting (whose
- * close_work() calls __fput_sync() from a worker) are configured out,
- * and so is AF_UNIX, whose garbage collector (__unix_gc() on
- * system_unbound_wq) drops the last reference of a file sent in
- * SCM_RIGHTS inside an unreachable socket cycle.  With CONFIG_UNIX=y
- * that is the walk to add.  Every other final fput of a user task,
- * munmap() and exit_mmap() included, is task work.
+ * __fput()).  race_test's final_fput_from_kthread reaches it (an AIO
+ * fsync's kworker drops a written file's last reference, CONFIG_AIO),
+ * with readers appraising the file meanwhile.  Every other final fput
+ * of a user task, munmap() and exit_mmap() included, is task work.
  *
  * Expected outcomes: the file's label after each walk is the hash of what
  * it then holds where the cell appraises and a writer released it

@@ -58,6 +58,11 @@
  *     again, opening the file after each, while two others read it: once
  *     removexattr() has returned, enforce must deny the file; once
  *     setxattr() has, it must pass in every mode.
+ *   final_fput_from_kthread: a writer rewrites data through a shared
+ *     mapping and lets go of it while an AIO fsync still holds it, so
+ *     that a kworker drops the last reference and delayed_fput's work
+ *     runs ima_file_free(), while two readers read it: the label is the
+ *     hash of the new content as after a close, every open passes.
  *
  * The last-writer race.  ima_check_last_writer() runs from __fput() ->
  * ima_file_free() and updates security.ima only if i_writecount == 1,
@@ -94,7 +99,10 @@
 
 #include "writer.h"
 
+#include <linux/aio_abi.h>
 #include <sched.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #define RACE_ITERATIONS 12
@@ -118,6 +126,11 @@
 #define RACERS_MAX 8
 /* label_set_during_appraisal: removals and returns of the label a round */
 #define RELABEL_LOOPS 4
+/*
+ * final_fput_from_kthread: how long the AIO writer waits for its fsync's
+ * completion, then for the kworker's final fput to drop write access.
+ */
+#define KTHREAD_FPUT_MS 10000
 
 static const char data_name[] = "data";
 
@@ -137,6 +150,12 @@ enum racer_kind {
 	HOLD_CLOSE,
 	/* pwrite() of its page before the gate, nothing but close() after it */
 	WRITTEN_CLOSE,
+	/*
+	 * the whole new content through a shared mapping, an AIO fsync,
+	 * munmap(), close(): the fsync's kworker holds the last reference;
+	 * sets labelled once write access is gone
+	 */
+	MAP_WRITE_AIO_FSYNC,
 	/* loops: open, read all, close */
 	READ,
 	/* loops: open for writing, pwrite() of the same content, close */
@@ -169,6 +188,7 @@ static const char *const kind_names[] = {
 	[TRUNC_WRITE_CLOSE] = "trunc_write_close",
 	[HOLD_CLOSE] = "hold_close",
 	[WRITTEN_CLOSE] = "written_close",
+	[MAP_WRITE_AIO_FSYNC] = "map_write_aio_fsync",
 	[READ] = "read",
 	[SAME_WRITE] = "same_write",
 	[MAP_EXEC] = "map_exec",
@@ -196,8 +216,13 @@ struct race_shared {
 	int closing;
 	/* WRITTEN_CLOSE racers out of the gate: they close() when all are */
 	int arrived;
-	/* RELABEL_CHECK is done: READ_UNTIL_LABELLED stops */
+	/*
+	 * RELABEL_CHECK is done, or MAP_WRITE_AIO_FSYNC's file released:
+	 * READ_UNTIL_LABELLED stops
+	 */
 	int labelled;
+	/* MAP_WRITE_AIO_FSYNC saw the kworker hold the last reference */
+	int kthread_last;
 };
 
 FIXTURE(race)
@@ -285,6 +310,20 @@ static bool racer_check(const struct race_round *r, struct racer_result *res,
 
 #define CHECK(r, res, ok, call) \
 	(errno = 0, racer_check(r, res, ok, false, call))
+
+/* Records what was wrong after call, unless something failed before. */
+static void __attribute__((format(printf, 3, 4)))
+racer_seen(struct racer_result *res, const char *call, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (res->call[0])
+		return;
+	snprintf(res->call, sizeof(res->call), "%s", call);
+	va_start(ap, fmt);
+	vsnprintf(res->seen, sizeof(res->seen), fmt, ap);
+	va_end(ap);
+}
 
 static void racer_open(const struct race_round *r, struct racer_result *res,
 		       int flags, int *fd)
@@ -603,6 +642,88 @@ static void racer_relabel(const struct race_round *r, enum racer_kind kind,
 		racer_read(r, res);
 }
 
+/*
+ * MAP_WRITE_AIO_FSYNC.  Before the gate: opens data for writing, maps it
+ * shared and sets up an AIO context.  After it: writes self->content
+ * through the mapping, submits an IOCB_CMD_FSYNC (aio_fsync_work() runs
+ * it in a kworker, and its iocb holds a reference to the file until
+ * then), unmaps data and closes it.  If the fsync's completion is not
+ * posted yet after close() returned, the kworker's fput() comes after
+ * this task's: it drops the last reference, from a kernel thread, so
+ * __fput() runs from delayed_fput's work (shared->kthread_last).  Then
+ * waits for the completion, and for write access to go: execve() of
+ * data fails with ETXTBSY while a writer is left, and __fput() drops the
+ * file's write access only after ima_file_free().  (data holds text:
+ * execve() cannot succeed, only fail otherwise.)
+ */
+static void racer_aio_fput(const struct race_round *r,
+			   struct racer_result *res, int ready, int gate)
+{
+	struct timespec zero = { 0 }, bound = {
+		.tv_sec = KTHREAD_FPUT_MS / 1000,
+	};
+	struct iocb cb = { .aio_lio_opcode = IOCB_CMD_FSYNC }, *cbs[] = { &cb };
+	char *const argv[] = { r->self->env.path, NULL }, *const envp[] = {
+		NULL };
+	struct race_shared *shared = r->self->shared;
+	aio_context_t ctx = 0;
+	char *map = MAP_FAILED;
+	struct timespec start;
+	struct io_event ev;
+	bool submitted;
+	long n;
+	int fd;
+
+	racer_open(r, res, O_RDWR, &fd);
+	if (fd >= 0) {
+		map = mmap(NULL, r->self->size, PROT_READ | PROT_WRITE,
+			   MAP_SHARED, fd, 0);
+		racer_check(r, res, map != MAP_FAILED, false,
+			    "mmap shared writable");
+	}
+	CHECK(r, res, !syscall(SYS_io_setup, 1, &ctx), "io_setup");
+	racer_wait(ready, gate);
+	if (map != MAP_FAILED && ctx) {
+		memcpy(map, r->self->content, r->self->size);
+		cb.aio_fildes = fd;
+		submitted = CHECK(r, res, syscall(SYS_io_submit, ctx, 1, cbs) == 1,
+				  "io_submit of IOCB_CMD_FSYNC");
+		CHECK(r, res, !munmap(map, r->self->size),
+		      "munmap its writable mapping");
+		CHECK(r, res, !close(fd), "close its writer");
+		n = submitted ? syscall(SYS_io_getevents, ctx, 0, 1, &ev, &zero) :
+				1;
+		if (!n) {
+			__atomic_store_n(&shared->kthread_last, 1,
+					 __ATOMIC_RELEASE);
+			n = syscall(SYS_io_getevents, ctx, 1, 1, &ev, &bound);
+		}
+		if (submitted && n < 0) {
+			racer_check(r, res, false, false, "io_getevents");
+		} else if (submitted && !n) {
+			racer_seen(res, "io_getevents",
+				   "the fsync did not complete in %d ms",
+				   KTHREAD_FPUT_MS);
+		} else if (submitted && ev.res) {
+			errno = -ev.res;
+			racer_check(r, res, false, false, "the kworker's fsync");
+		}
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (ctx)
+		syscall(SYS_io_destroy, ctx);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (execve(r->self->env.path, argv, envp) && errno == ETXTBSY &&
+	       ms_since(&start) < KTHREAD_FPUT_MS)
+		usleep(1000);
+	if (errno == ETXTBSY)
+		racer_seen(res, "execve after the last reference went",
+			   "ETXTBSY for %d ms: the final fput never ran",
+			   KTHREAD_FPUT_MS);
+	__atomic_store_n(&shared->labelled, 1, __ATOMIC_RELEASE);
+}
+
 /* The racer's whole life: before the gate, after it, and its exit. */
 static void racer_run(const struct race_round *r, enum racer_kind kind,
 		      unsigned int i, int ready, int gate)
@@ -611,6 +732,10 @@ static void racer_run(const struct race_round *r, enum racer_kind kind,
 	void *map = NULL;
 	int loop;
 
+	if (kind == MAP_WRITE_AIO_FSYNC) {
+		racer_aio_fput(r, res, ready, gate);
+		_exit(0);
+	}
 	if (kind < READ) {
 		racer_write(r, kind, i, res, ready, gate);
 		/* Whatever failed, HOLD_CLOSE must not spin forever. */
@@ -903,6 +1028,57 @@ TEST_F(race, evicted_while_reopened)
 				  r.round, i);
 		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
 		assert_round_written(_metadata, self, r.round);
+	}
+}
+
+/*
+ * The final fput of a mapped file from a kernel thread, while other tasks
+ * appraise it.  Each round a writer writes the new content through a
+ * shared mapping, submits an AIO fsync and lets go of the file (munmap(),
+ * close()) before the fsync completes, so that the kworker running it
+ * drops the last reference: fput() from a PF_KTHREAD task goes to
+ * delayed_fput_list, and __fput() -> ima_file_free() runs in another
+ * kworker, delayed_fput's, where the last writer's work takes iint->mutex
+ * and writes security.ima, while two readers open and read the file.
+ * IMA promises the same as for a task's own close: every open passes and
+ * nothing is logged (the cached appraisal holds while the file is open
+ * for writing, and the label is the new content's once it is not), and
+ * the label is the hash of the final content where the cell appraises.
+ * Under lockdep, this is the only walk of __fput() from a workqueue.
+ * A round counts only if the writer saw that the fsync had not completed
+ * after its close() returned (the kworker's reference was the last one);
+ * a run where none did tested nothing, and fails.  Fails on a kernel
+ * whose last writer's work is skipped in a kernel thread (0054) or never
+ * done (0013).
+ */
+TEST_F(race, final_fput_from_kthread)
+{
+	static const enum racer_kind kinds[] = {
+		MAP_WRITE_AIO_FSYNC,
+		READ_UNTIL_LABELLED,
+		READ_UNTIL_LABELLED,
+	};
+	struct race_round r = { .self = self };
+	unsigned int i, kthread_last = 0;
+	struct timespec start;
+
+	if (self->env.skip)
+		return;
+	ima_env_quiet(_metadata, &self->env);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (race_next(_metadata, &start, &r.round)) {
+		for (i = 0; i < RACE_PAGES; i++)
+			fill_page(self->content + i * self->page, self->page,
+				  r.round, i);
+		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
+		assert_round_written(_metadata, self, r.round);
+		kthread_last += self->shared->kthread_last;
+	}
+	TH_LOG("the kworker dropped the last reference in %u of %u rounds",
+	       kthread_last, r.round);
+	ASSERT_LT(0, kthread_last)
+	{
+		TH_LOG("every fsync completed before its writer's close(): no round tested a final fput from a kernel thread");
 	}
 }
 
