@@ -647,8 +647,11 @@ static void racer_relabel(const struct race_round *r, enum racer_kind kind,
  * shared and sets up an AIO context.  After it: writes self->content
  * through the mapping, submits an IOCB_CMD_FSYNC (aio_fsync_work() runs
  * it in a kworker, and its iocb holds a reference to the file until
- * then), unmaps data and closes it.  If the fsync's completion is not
- * posted yet after close() returned, the kworker's fput() comes after
+ * then), unmaps data and closes it, as a SCHED_FIFO task: the kworker,
+ * a SCHED_NORMAL task bound to this CPU (system_wq is per-CPU), cannot
+ * run the fsync before this task sleeps, and none of these calls sleeps
+ * unless it must wait for memory or a lock.  If the fsync's completion is
+ * not posted yet after close() returned, the kworker's fput() comes after
  * this task's: it drops the last reference, from a kernel thread, so
  * __fput() runs from delayed_fput's work (shared->kthread_last).  Then
  * waits for the completion, and for write access to go: execve() of
@@ -665,6 +668,7 @@ static void racer_aio_fput(const struct race_round *r,
 	struct iocb cb = { .aio_lio_opcode = IOCB_CMD_FSYNC }, *cbs[] = { &cb };
 	char *const argv[] = { r->self->env.path, NULL }, *const envp[] = {
 		NULL };
+	struct sched_param fifo = { .sched_priority = 1 }, normal = { 0 };
 	struct race_shared *shared = r->self->shared;
 	aio_context_t ctx = 0;
 	char *map = MAP_FAILED;
@@ -686,6 +690,8 @@ static void racer_aio_fput(const struct race_round *r,
 	if (map != MAP_FAILED && ctx) {
 		memcpy(map, r->self->content, r->self->size);
 		cb.aio_fildes = fd;
+		CHECK(r, res, !sched_setscheduler(0, SCHED_FIFO, &fifo),
+		      "sched_setscheduler SCHED_FIFO");
 		submitted = CHECK(r, res, syscall(SYS_io_submit, ctx, 1, cbs) == 1,
 				  "io_submit of IOCB_CMD_FSYNC");
 		CHECK(r, res, !munmap(map, r->self->size),
@@ -693,6 +699,8 @@ static void racer_aio_fput(const struct race_round *r,
 		CHECK(r, res, !close(fd), "close its writer");
 		n = submitted ? syscall(SYS_io_getevents, ctx, 0, 1, &ev, &zero) :
 				1;
+		CHECK(r, res, !sched_setscheduler(0, SCHED_OTHER, &normal),
+		      "sched_setscheduler SCHED_OTHER");
 		if (!n) {
 			__atomic_store_n(&shared->kthread_last, 1,
 					 __ATOMIC_RELEASE);
@@ -1047,7 +1055,10 @@ TEST_F(race, evicted_while_reopened)
  * Under lockdep, this is the only walk of __fput() from a workqueue.
  * A round counts only if the writer saw that the fsync had not completed
  * after its close() returned (the kworker's reference was the last one);
- * a run where none did tested nothing, and fails.  Fails on a kernel
+ * a run where none did tested nothing, and fails.  Without SCHED_FIFO
+ * (racer_aio_fput()) the kworker often ran the fsync to its end first:
+ * 15% of the rounds on one CPU missed, and a whole run of 5 once did.
+ * Fails on a kernel
  * whose last writer's work is skipped in a kernel thread (0054) or never
  * done (0013).
  */
