@@ -35,8 +35,13 @@
  * PF_KTHREAD task goes to delayed_fput_list, and a kworker runs
  * __fput()).  race_test's final_fput_from_kthread reaches it (an AIO
  * fsync's kworker drops a written file's last reference, CONFIG_AIO),
- * with readers appraising the file meanwhile.  Every other final fput
- * of a user task, munmap() and exit_mmap() included, is task work.
+ * with readers appraising the file meanwhile.  io_uring, the loop
+ * device, BSD process accounting (whose close_work() calls __fput_sync()
+ * from a worker) and AF_UNIX's garbage collector (6.12: __unix_gc() on
+ * system_unbound_wq drops the last reference of a file sent in
+ * SCM_RIGHTS inside an unreachable socket cycle) are configured out.
+ * Every other final fput of a user task, munmap() and exit_mmap()
+ * included, is task work.
  *
  * Expected outcomes: the file's label after each walk is the hash of what
  * it then holds where the cell appraises and a writer released it
