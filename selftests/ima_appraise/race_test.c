@@ -49,11 +49,11 @@
  *     are done the file is labelled correctly, and once its label is set
  *     again it passes without a record.  That last setxattr() is the
  *     parent's alone: ima_inode_setxattr() sets IMA_CHANGE_XATTR before
- *     the value is written, and an appraisal that clears the bit and reads
- *     the old value in between (process_measurement() reads it under
- *     iint->mutex, not i_rwsem) caches a failure that no later bit
- *     resets.  That window is narrow (see label_set_during_appraisal,
- *     the case that looks for it).
+ *     the value is written, and on a kernel without kernel-patches/0007
+ *     an appraisal that clears the bit and reads the old value in between
+ *     (process_measurement() read it under iint->mutex, not i_rwsem)
+ *     caches a failure that no later bit resets (see
+ *     label_set_during_appraisal, the case that looks for it).
  *   label_set_during_appraisal: one racer removes the label and sets it
  *     again, opening the file after each, while two others read it: once
  *     removexattr() has returned, enforce must deny the file; once
@@ -1219,12 +1219,14 @@ TEST_F(race, label_removed_during_access)
  * process_measurement() holds i_rwsem while it finds the iint, so only
  * a reader already between that and iint->mutex when the xattr call
  * takes i_rwsem can fall in it (6.1 and 6.12 alike).  On 2026-12-04 no
- * debug cell hit it (three cells, 27-28 rounds of 8 xattr calls each).
- * A hit on a good kernel is a finding (the window is open in stock and
- * patched alike): list it as a racy known failure with its round and
- * console, and fix it in the series.  A kernel whose xattr calls leave
- * a cached verdict alone (0015) fails it in enforce, every time, on one
- * CPU as on two.
+ * debug cell hit it (three cells, 27-28 rounds of 8 xattr calls each);
+ * on 2026-12-05 stock-6.12-debug did, in round 17 of an enforce cell:
+ * "open 2 after removexattr() returned: opened, expected EACCES".  It is
+ * a racy known failure of the stock debug variants, and
+ * kernel-patches/0007 reads security.ima under i_rwsem, which the xattr
+ * calls hold from the mark to the write.  A kernel whose xattr calls
+ * leave a cached verdict alone (0015) fails it in enforce, every time,
+ * on one CPU as on two.
  */
 TEST_F(race, label_set_during_appraisal)
 {
