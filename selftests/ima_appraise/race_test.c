@@ -933,18 +933,22 @@ static void assert_round_written(struct __test_metadata *const _metadata,
 /*
  * Rounds of writers (kinds), bounded by race_next(): before each, pages
  * 0 to pages - 1 of self->content get the round's bytes, which the
- * writers write; after it, data must hold them, labelled.
+ * writers write; after it, data must hold them, labelled.  Returns how
+ * many rounds a MAP_WRITE_AIO_FSYNC writer saw the kworker hold the last
+ * reference in (shared->kthread_last), and sets *rounds, unless NULL,
+ * to the number of rounds run.
  */
-static void race_writers(struct __test_metadata *const _metadata,
-			 FIXTURE_DATA(race) * self, const enum racer_kind *kinds,
-			 unsigned int n, unsigned int pages)
+static unsigned int race_writers(struct __test_metadata *const _metadata,
+				 FIXTURE_DATA(race) * self,
+				 const enum racer_kind *kinds, unsigned int n,
+				 unsigned int pages, unsigned int *rounds)
 {
 	struct race_round r = { .self = self };
+	unsigned int i, kthread_last = 0;
 	struct timespec start;
-	unsigned int i;
 
 	if (self->env.skip)
-		return;
+		return 0;
 	ima_env_quiet(_metadata, &self->env);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (race_next(_metadata, &start, &r.round)) {
@@ -953,7 +957,11 @@ static void race_writers(struct __test_metadata *const _metadata,
 				  r.round, i);
 		race_round(_metadata, &r, kinds, n);
 		assert_round_written(_metadata, self, r.round);
+		kthread_last += self->shared->kthread_last;
 	}
+	if (rounds)
+		*rounds = r.round;
+	return kthread_last;
 }
 
 /*
@@ -967,7 +975,8 @@ TEST_F(race, writers_close_together)
 		MAP_WRITE_EXIT, READ,
 	};
 
-	race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds), RACE_PAGES);
+	race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds), RACE_PAGES,
+		     NULL);
 }
 
 /*
@@ -988,7 +997,7 @@ TEST_F(race, writers_close_at_once)
 
 	/* Writer i writes page i; the others keep their content. */
 	race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds),
-		     AT_ONCE_WRITERS);
+		     AT_ONCE_WRITERS, NULL);
 }
 
 /*
@@ -1047,21 +1056,8 @@ TEST_F(race, evicted_while_reopened)
 		READ,
 		DROP_CACHES,
 	};
-	struct race_round r = { .self = self };
-	struct timespec start;
-	unsigned int i;
-
-	if (self->env.skip)
-		return;
-	ima_env_quiet(_metadata, &self->env);
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (race_next(_metadata, &start, &r.round)) {
-		for (i = 0; i < RACE_PAGES; i++)
-			fill_page(self->content + i * self->page, self->page,
-				  r.round, i);
-		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
-		assert_round_written(_metadata, self, r.round);
-	}
+	race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds), RACE_PAGES,
+		     NULL);
 }
 
 /*
@@ -1094,24 +1090,14 @@ TEST_F(race, final_fput_from_kthread)
 		READ_UNTIL_LABELLED,
 		READ_UNTIL_LABELLED,
 	};
-	struct race_round r = { .self = self };
-	unsigned int i, kthread_last = 0;
-	struct timespec start;
+	unsigned int rounds, kthread_last;
 
 	if (self->env.skip)
 		return;
-	ima_env_quiet(_metadata, &self->env);
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (race_next(_metadata, &start, &r.round)) {
-		for (i = 0; i < RACE_PAGES; i++)
-			fill_page(self->content + i * self->page, self->page,
-				  r.round, i);
-		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
-		assert_round_written(_metadata, self, r.round);
-		kthread_last += self->shared->kthread_last;
-	}
+	kthread_last = race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds),
+				    RACE_PAGES, &rounds);
 	TH_LOG("the kworker dropped the last reference in %u of %u rounds",
-	       kthread_last, r.round);
+	       kthread_last, rounds);
 	ASSERT_LT(0, kthread_last)
 	{
 		TH_LOG("every fsync completed before its writer's close(): no round tested a final fput from a kernel thread");
