@@ -119,6 +119,12 @@ def _section(console: str) -> tuple[list[str], int | None] | None:
     return lines[start:], None
 
 
+def began(console: str) -> bool:
+    """Whether the guest's init has printed BEGIN_MARKER (its programs are
+    about to run): the console of a guest that booted."""
+    return BEGIN_MARKER in console_lines(console)
+
+
 def extract_section(console: str) -> list[str]:
     """The kselftest output: see _section()."""
     section = _section(console)

@@ -32,6 +32,7 @@ cells (arch x variant x mode x policy x hash x setattr) that `make run` boots.
         "6.12": {base: patched-6.12, patches: kernel-patches/regressions/6.12}
       archs: [x86_64]  ...          # axes as in matrix: (all optional)
     timeout: 150                    # seconds per guest boot, optional
+    boot_timeout: 120               # seconds for its init to begin, optional
     memory: 512                     # MiB per guest, optional
 
 A variant's series is relative to the matrix file's directory.  A known
@@ -70,9 +71,10 @@ HASHES: dict[str, str] = {"sha1": "", "sha256": "ima_hash=sha256"}
 # security.ima of a file a chmod/chown takes out of policy, when asked to.
 SETATTR: dict[str, str] = {"keep": "", "remove": "ima_appraise_setattr=remove"}
 DEFAULT_TIMEOUT = 150
+DEFAULT_BOOT_TIMEOUT = 120
 DEFAULT_MEMORY = 512
 
-_TOP_KEYS = ("variants", "matrix", "mutants", "check", "timeout", "memory")
+_TOP_KEYS = ("variants", "matrix", "mutants", "check", "timeout", "boot_timeout", "memory")
 # A check: entry: which kernels' covering cells `make check` boots.
 _CHECK_KEYS = ("variants", "archs")
 # matrix axis -> what one value is called (and its key in an exclusion or a
@@ -184,6 +186,9 @@ class Matrix:
     timeout: int
     memory: int
     mutants: dict[str, Any] | None = None   # the raw mutants: section, checked
+    # seconds from QEMU's start for a guest's init to begin (ktap.began);
+    # below timeout, or no earlier deadline than it
+    boot_timeout: int = DEFAULT_BOOT_TIMEOUT
     # check: section: (variants, archs) pairs; None: every kernel's
     check: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] | None = None
 
@@ -510,7 +515,9 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
                                         f"{name}: timeout"),
                   memory=_positive_int(top.get("memory", DEFAULT_MEMORY),
                                        f"{name}: memory"),
-                  mutants=mutants, check=check)
+                  mutants=mutants, check=check,
+                  boot_timeout=_positive_int(top.get("boot_timeout", DEFAULT_BOOT_TIMEOUT),
+                                             f"{name}: boot_timeout"))
 
 
 def _check(value: Any, where: str,

@@ -1,6 +1,7 @@
 """Booting one guest: the scratch disk, the QEMU command line, the
-accelerator probe, and a boot with a hard timeout.  Nothing is parsed
-here: a boot yields the console text and how QEMU ended."""
+accelerator probe, and a boot with a hard timeout (and a shorter one for
+the console to show the guest ready).  Nothing else is parsed here: a boot yields the
+console text and how QEMU ended."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .archs import Arch
 from .errors import BootError, DependencyError
@@ -36,6 +38,11 @@ class BootRequest:
     memory_mb: int
     timeout_s: int
     cpus: int = 1           # more than one: multi-threaded TCG
+    # A guest whose console is not ready(console so far) ready_timeout_s
+    # seconds after QEMU started is killed then, not at timeout_s: a kernel
+    # that hangs at boot costs its cell minutes, not the whole timeout.
+    ready: Callable[[str], bool] | None = None
+    ready_timeout_s: int = 0
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,9 @@ class BootOutcome:
     # Host seconds since QEMU started at which each console line ended
     # (line i of console.split("\n")): where a cell's time went.
     line_times: tuple[float, ...] = ()
+    # Killed (timed_out) because the request's ready() had not held within
+    # its ready_timeout_s: the guest hung at boot.
+    not_ready: bool = False
 
 
 def kernel_cmdline(req: BootRequest) -> str:
@@ -94,14 +104,26 @@ def make_scratch_disk(path: Path, uuid: str) -> None:
         raise BootError(f"mkfs.ext4 {path} failed: {proc.stdout.strip()}")
 
 
+def _wait_ready(proc: subprocess.Popen, ready: threading.Event, deadline: float) -> bool:
+    """Whether the guest's console became ready, or QEMU ended, before
+    the deadline (time.monotonic()); False: it did neither."""
+    while time.monotonic() < deadline:
+        if ready.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic()))) \
+                or proc.poll() is not None:
+            return True
+    return ready.is_set() or proc.poll() is not None
+
+
 def boot(req: BootRequest, console_log: Path) -> BootOutcome:
-    """Runs QEMU until it exits or the timeout; the console goes to
-    console_log as it arrives, so a hung guest leaves its log behind, and
+    """Runs QEMU until it exits or the timeout, or until the ready timeout
+    if the guest's console is not ready by then; the console goes
+    to console_log as it arrives, so a hung guest leaves its log behind, and
     each line is stamped with the host time it arrived at."""
     cmd = command(req)
     console_log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     line_times: list[float] = []
+    ready = threading.Event()
     with open(console_log, "wb", buffering=0) as out:
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -111,27 +133,41 @@ def boot(req: BootRequest, console_log: Path) -> BootOutcome:
 
         def copy() -> None:
             assert proc.stdout is not None
+            so_far = b""    # the console until it is ready
             while chunk := os.read(proc.stdout.fileno(), 65536):
                 now = time.monotonic() - start
                 out.write(chunk)
                 line_times.extend([now] * chunk.count(b"\n"))
+                if req.ready and not ready.is_set():
+                    so_far += chunk
+                    if req.ready(so_far.decode("utf-8", errors="replace")):
+                        ready.set()
 
         reader = threading.Thread(target=copy, daemon=True)
         reader.start()
-        timed_out = False
-        try:
-            rc: int | None = proc.wait(timeout=req.timeout_s)
-        except subprocess.TimeoutExpired:
+        timed_out = not_ready = False
+        if req.ready and 0 < req.ready_timeout_s < req.timeout_s:
+            not_ready = not _wait_ready(proc, ready, start + req.ready_timeout_s)
+        rc: int | None = None
+        if not_ready:
             proc.kill()
             proc.wait()
-            rc, timed_out = None, True
+            timed_out = True
+        else:
+            try:
+                rc = proc.wait(timeout=max(0.0, start + req.timeout_s - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                rc, timed_out = None, True
         duration = time.monotonic() - start
         # QEMU is gone, so its end of the pipe is closed: the reader ends
         # at EOF (a child QEMU left holding the pipe is not waited for).
         reader.join(timeout=5)
         proc.stdout.close()
     console = console_log.read_bytes().decode("utf-8", errors="replace")
-    return BootOutcome(console, rc, timed_out, duration, tuple(cmd), tuple(line_times))
+    return BootOutcome(console, rc, timed_out, duration, tuple(cmd), tuple(line_times),
+                       not_ready)
 
 
 def shell_quoted(cmd: tuple[str, ...] | list[str]) -> str:

@@ -81,6 +81,9 @@ NO_RESULT_PREFIX = "no result"
 
 def _why_missing(outcome: BootOutcome, run: ktap.GuestRun, suite: str,
                  found: list[Splat]) -> str:
+    if outcome.not_ready:
+        return (f"{NO_RESULT_PREFIX}: the guest hung at boot (killed at "
+                f"{outcome.duration_s:.0f}s, its init never began)")
     if outcome.timed_out:
         return f"{NO_RESULT_PREFIX}: the guest was killed at the {outcome.duration_s:.0f}s timeout"
     if any(s.kind == "panic" for s in found):
@@ -416,7 +419,12 @@ def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat,
     """What fails a cell besides its expected cases' own results: these
     fail its test_boot item, so no selection of cases can hide them."""
     problems = []
-    if outcome.timed_out:
+    if outcome.not_ready:
+        last = next((line.strip() for line in reversed(outcome.console.splitlines())
+                     if line.strip()), "no output")
+        problems.append(f"guest hung at boot: its init did not begin within "
+                        f"{outcome.duration_s:.0f}s (last console line: {last})")
+    elif outcome.timed_out:
         problems.append(f"guest did not finish within {outcome.duration_s:.0f}s")
     problems += [s.title for s in found if s.kind == "panic"]
     problems += [f"kernel splat: {s.kind}: {s.title}" for s in found

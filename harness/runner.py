@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import flavors, initramfs, kbuild, keys, ktree, qemu, report, results, splats, timing
+from . import flavors, initramfs, kbuild, keys, ktap, ktree, qemu, report, results, splats
+from . import timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
@@ -396,7 +397,8 @@ def export(art: Artifacts, cells: list[Cell], expected: tuple[Case, ...], matrix
         broken[f"{arch}-{variant}"] = why
     doc = {"format": MANIFEST_FORMAT,
            "matrix_sha256": hashlib.sha256(matrix.path.read_bytes()).hexdigest(),
-           "timeout": matrix.timeout, "memory": matrix.memory,
+           "timeout": matrix.timeout, "boot_timeout": matrix.boot_timeout,
+           "memory": matrix.memory,
            "cells": [{**{k: getattr(c, k) for k in ("arch", "variant", "mode", "policy",
                                                     "hash", "setattr")},
                       "id": c.id, "expected_s": round(expected_s[c.id], 1)} for c in cells],
@@ -420,6 +422,7 @@ class Manifest:
     timeout: int
     memory: int
     digest: str = ""    # sha256 of manifest.json: which build a shard's results are of
+    boot_timeout: int = matrix_mod.DEFAULT_BOOT_TIMEOUT
 
 
 def load_manifest(path: Path) -> Manifest:
@@ -433,7 +436,7 @@ def load_manifest(path: Path) -> Manifest:
                           "'python3 -m harness build --out DIR'")
     first = parts[0]
     for p in parts[1:]:
-        for what in ("matrix_sha256", "cases", "timeout", "memory"):
+        for what in ("matrix_sha256", "cases", "timeout", "boot_timeout", "memory"):
             if getattr(p, what) != getattr(first, what):
                 raise ConfigError(f"{p.path} and {first.path} differ in {what}: build "
                                   "every part from the same commit and matrix")
@@ -451,7 +454,8 @@ def load_manifest(path: Path) -> Manifest:
         art.builds += p.artifacts.builds
     return Manifest(path, tuple(cells), {k: v for p in parts for k, v in p.expected_s.items()},
                     first.cases, art, first.matrix_sha256, first.timeout, first.memory,
-                    hashlib.sha256("".join(p.digest for p in parts).encode()).hexdigest())
+                    hashlib.sha256("".join(p.digest for p in parts).encode()).hexdigest(),
+                    first.boot_timeout)
 
 
 def _load_part(path: Path) -> Manifest:
@@ -481,7 +485,9 @@ def _load_part(path: Path) -> Manifest:
         cases = tuple(Case(*c.split("/", 1)) for c in doc["cases"])
         m = Manifest(path, cells, {c["id"]: float(c["expected_s"]) for c in doc["cells"]},
                      cases, art, doc["matrix_sha256"], int(doc["timeout"]), int(doc["memory"]),
-                     hashlib.sha256(path.read_bytes()).hexdigest())
+                     hashlib.sha256(path.read_bytes()).hexdigest(),
+                     # A manifest from before boot_timeout: the default.
+                     int(doc.get("boot_timeout", matrix_mod.DEFAULT_BOOT_TIMEOUT)))
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"{where}: damaged manifest ({type(e).__name__}: {e}); "
                           "rebuild it with 'python3 -m harness build --out DIR'") from None
@@ -698,7 +704,9 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
         # The guest's init runs only these, in this order (initramfs/init).
         cmdline += f" {qemu.PROGRAMS_PARAM}={','.join(programs)}"
     req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, initrd, disk, cmdline, accel,
-                           matrix.memory, matrix.timeout * flavor.timeout_factor, flavor.cpus)
+                           matrix.memory, matrix.timeout * flavor.timeout_factor, flavor.cpus,
+                           ready=ktap.began,
+                           ready_timeout_s=matrix.boot_timeout * flavor.timeout_factor)
     suffix = "" if n == 1 else f"-{n}"
     (out / f"qemu-cmdline{suffix}.sh").write_text(
         "#!/bin/sh\n# Boots this cell again by hand.\n" + qemu.shell_quoted(qemu.command(req)) + "\n")

@@ -88,7 +88,7 @@ def test_defaults(write) -> None:
     del c["timeout"], c["matrix"]["exclude"]
     c["variants"]["stock"] = None   # "stock:" with nothing after it
     m = matrix.load(write(c))
-    assert (m.timeout, m.memory) == (150, 512)
+    assert (m.timeout, m.boot_timeout, m.memory) == (150, 120, 512)
     assert len(m.cells) == 48
     assert m.variants["stock"] == Variant("stock", None, "")
 
@@ -210,6 +210,8 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "matrix.yaml: timeout: expected a positive integer, found 'abc'"),
     (_set("memory", 0),
      "matrix.yaml: memory: expected a positive integer, found 0"),
+    (_set("boot_timeout", -5),
+     "matrix.yaml: boot_timeout: expected a positive integer, found -5"),
     (_set("memory", True),
      "matrix.yaml: memory: expected a positive integer, found True"),
     (_set("matrix.modes", ["enforce", "log", "enforce"]),
@@ -226,7 +228,7 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
     (_set("matrix", KeyError),
      "matrix.yaml: missing key 'matrix'; required: variants, matrix"),
     (_set("arch", ["x86_64"]),
-     "matrix.yaml: unknown key 'arch'; allowed: variants, matrix, mutants, check, timeout, memory"),
+     "matrix.yaml: unknown key 'arch'; allowed: variants, matrix, mutants, check, timeout, boot_timeout, memory"),
     (_set("matrix.exclude", [{"policy": "legacy", "variant": "patched"}, {"modes": "off"}]),
      "matrix.yaml: matrix.exclude[1]: unknown key 'modes'; "
      "allowed: arch, variant, mode, policy, hash, setattr"),
@@ -276,10 +278,10 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "known_failures, known_splats, flavor, of}; "
      "found {}"),
     ([1, 2],
-     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, memory; "
+     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory; "
      "found [1, 2]"),
     ("",
-     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, memory; "
+     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory; "
      "found None"),
     ("variants:\n  stock: {}\nmatrix: [x86_64\n",
      "matrix.yaml:4: YAML syntax error: expected ',' or ']', but got '<stream end>'; "

@@ -392,3 +392,15 @@ def test_real_guest_clock_behind_its_qemu_is_fine() -> None:
     assert results.evaluate(CELL, out, EXPECTED, "tcg").status == "pass"
     # Without host times (an old results.json, a unit test) nothing is said.
     assert results.clock_ahead(outcome(console)) is None
+
+
+def test_a_guest_hung_at_boot_times_out_and_says_where_it_stopped() -> None:
+    out = BootOutcome(real("real_x86_64_debug_hung_at_boot.log"), None, True, 480.3, ("qemu",),
+                      not_ready=True)
+    r = results.evaluate(CELL, out, EXPECTED, "tcg")
+    assert r.status == "timeout"
+    assert r.problems[0] == ("guest hung at boot: its init did not begin within 480s "
+                             "(last console line: [   86.224821] random: crng init done)")
+    assert {t.status for t in r.tests} == {"fail"}
+    assert {t.reason for t in r.tests} == {
+        "no result: the guest hung at boot (killed at 480s, its init never began)"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix, qemu, results, runner
+from harness import ktap, matrix, qemu, results, runner
 from harness.cases import Case
 from harness.errors import ConfigError
 from harness.matrix import Cell
@@ -63,13 +63,19 @@ def _artifacts(tmp_path: Path) -> Artifacts:
                      initrds={"x86_64": initrd})
 
 
+# The requests fake_qemu's boot() was given.
+BOOTED: list[qemu.BootRequest] = []
+
+
 @pytest.fixture
 def fake_qemu(monkeypatch: pytest.MonkeyPatch):
     """qemu.boot answers with a passing console, or runs what is queued for
     the cell (an exception to raise)."""
     plan: dict[str, BaseException] = {}
+    BOOTED.clear()
 
     def boot(req: qemu.BootRequest, console_log: Path) -> qemu.BootOutcome:
+        BOOTED.append(req)
         for cell, exc in plan.items():
             if f"/{cell}.img" in str(req.disk):
                 raise exc
@@ -101,6 +107,9 @@ def test_each_cell_writes_its_result_and_the_reports_follow(tmp_path: Path, fake
     doc = json.loads((rr.run_dir / "results.json").read_text())
     assert [c["id"] for c in doc["cells"]] == [c.id for c in cells]
     assert "interrupted" not in doc
+    # Every cell's guest must begin its init within the matrix's boot_timeout.
+    assert {(r.ready, r.ready_timeout_s, r.timeout_s) for r in BOOTED} == {
+        (ktap.began, 120, 480)}
 
 
 def test_an_unexpected_exception_in_a_cell_is_that_cells_error(tmp_path: Path, fake_qemu) -> None:
