@@ -510,14 +510,18 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
     if "check" in top:
         check = _check(top["check"], f"{name}: check", names)
 
+    timeout = _positive_int(top.get("timeout", DEFAULT_TIMEOUT), f"{name}: timeout")
+    # Unset, it is no later than the timeout (equal: no deadline of its own).
+    boot_timeout = _positive_int(top.get("boot_timeout", min(DEFAULT_BOOT_TIMEOUT, timeout)),
+                                 f"{name}: boot_timeout")
+    if "boot_timeout" in top and boot_timeout >= timeout:
+        raise ConfigError(f"{name}: boot_timeout ({boot_timeout}) must be below timeout "
+                          f"({timeout}): a guest's init begins before it ends")
     return Matrix(path=path, variants=defined, cells=cells,
-                  timeout=_positive_int(top.get("timeout", DEFAULT_TIMEOUT),
-                                        f"{name}: timeout"),
+                  timeout=timeout,
                   memory=_positive_int(top.get("memory", DEFAULT_MEMORY),
                                        f"{name}: memory"),
-                  mutants=mutants, check=check,
-                  boot_timeout=_positive_int(top.get("boot_timeout", DEFAULT_BOOT_TIMEOUT),
-                                             f"{name}: boot_timeout"))
+                  mutants=mutants, check=check, boot_timeout=boot_timeout)
 
 
 def _check(value: Any, where: str,

@@ -34,7 +34,7 @@ from .errors import ConfigError
 from .flavors import FLAVORS, PLAIN
 from .kbuild import DEFAULT_VERSION, read_series
 from .matrix import Variant
-from .results import NO_RESULT_PREFIX, CellResult
+from .results import HUNG_AT_BOOT, NO_RESULT_PREFIX, CellResult
 from .status import FAILING, Status
 
 _TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in|Flavor):\s*(.*?)\s*$")
@@ -150,7 +150,9 @@ def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult],
           programs: tuple[str, ...] = ()) -> Verdict:
     """Caught when every pattern of a booted program matched a failure;
     those of programs not booted (PROGRAMS=) are only named."""
-    errors = [c for c in cells if c.status == Status.ERROR]
+    # A guest that hung at boot ran nothing: it neither caught nor missed.
+    errors = [c for c in cells if c.status == Status.ERROR
+              or (c.status == Status.TIMEOUT and c.reason.startswith(HUNG_AT_BOOT))]
     if errors or not cells:
         why = errors[0].reason.splitlines()[0] if errors else "no cells ran"
         return Verdict(variant, False, (f"not tested: {why}",))

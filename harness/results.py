@@ -77,6 +77,9 @@ def error_cell(cell: Cell, reason: str, accel: str = "none") -> CellResult:
 # How the reason of a case with no result line starts (mutants.py: such a
 # failure proves nothing about the case itself).
 NO_RESULT_PREFIX = "no result"
+# How the problem of a guest killed at its boot_timeout starts (it ran no
+# program: mutants.py counts its cell as not tested).
+HUNG_AT_BOOT = "guest hung at boot"
 
 
 def _why_missing(outcome: BootOutcome, run: ktap.GuestRun, suite: str,
@@ -422,7 +425,7 @@ def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat,
     if outcome.not_ready:
         last = next((line.strip() for line in reversed(outcome.console.splitlines())
                      if line.strip()), "no output")
-        problems.append(f"guest hung at boot: its init did not begin within "
+        problems.append(f"{HUNG_AT_BOOT}: its init did not begin within "
                         f"{outcome.duration_s:.0f}s (last console line: {last})")
     elif outcome.timed_out:
         problems.append(f"guest did not finish within {outcome.duration_s:.0f}s")

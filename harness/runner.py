@@ -458,6 +458,12 @@ def load_manifest(path: Path) -> Manifest:
                     first.boot_timeout)
 
 
+def _seconds(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"expected a positive number of seconds, found {value!r}")
+    return value
+
+
 def _load_part(path: Path) -> Manifest:
     where = str(path)
     doc = read_json(path, ConfigError, "make the manifest with "
@@ -487,7 +493,7 @@ def _load_part(path: Path) -> Manifest:
                      cases, art, doc["matrix_sha256"], int(doc["timeout"]), int(doc["memory"]),
                      hashlib.sha256(path.read_bytes()).hexdigest(),
                      # A manifest from before boot_timeout: the default.
-                     int(doc.get("boot_timeout", matrix_mod.DEFAULT_BOOT_TIMEOUT)))
+                     _seconds(doc.get("boot_timeout", matrix_mod.DEFAULT_BOOT_TIMEOUT)))
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"{where}: damaged manifest ({type(e).__name__}: {e}); "
                           "rebuild it with 'python3 -m harness build --out DIR'") from None

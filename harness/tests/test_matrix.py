@@ -83,6 +83,12 @@ def test_series_is_relative_to_the_matrix_file(tmp_path: Path) -> None:
     assert m.variants["patched"].series == tmp_path / "conf" / "kernel-patches/series"
 
 
+def test_a_short_timeout_alone_leaves_no_earlier_boot_deadline(write) -> None:
+    c = config()
+    c["timeout"] = 60
+    assert (matrix.load(write(c)).timeout, matrix.load(write(c)).boot_timeout) == (60, 60)
+
+
 def test_defaults(write) -> None:
     c = config()
     del c["timeout"], c["matrix"]["exclude"]
@@ -212,6 +218,9 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "matrix.yaml: memory: expected a positive integer, found 0"),
     (_set("boot_timeout", -5),
      "matrix.yaml: boot_timeout: expected a positive integer, found -5"),
+    (_set("boot_timeout", 200),
+     "matrix.yaml: boot_timeout (200) must be below timeout (200): a guest's init "
+     "begins before it ends"),
     (_set("memory", True),
      "matrix.yaml: memory: expected a positive integer, found True"),
     (_set("matrix.modes", ["enforce", "log", "enforce"]),

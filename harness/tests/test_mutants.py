@@ -37,6 +37,16 @@ def test_not_caught_when_a_pattern_matches_nothing() -> None:
     assert regressions.report([v]).endswith("mutants: 0 of 1 caught")
 
 
+def test_a_guest_hung_at_boot_leaves_its_mutant_not_tested() -> None:
+    outcome = BootOutcome((DATA / "real_x86_64_debug_hung_at_boot.log").read_text(), None, True,
+                          480.0, (), not_ready=True)
+    cell = results.evaluate(Cell("x86_64", "m", "fix", "builtin"), outcome, EXPECTED, "tcg")
+    v = regressions.judge("m", ("open_test/*", "splat:*"), [cell])
+    assert not v.caught
+    assert v.evidence == ("not tested: guest hung at boot: its init did not begin within 480s "
+                          "(last console line: [   86.224821] random: crng init done)",)
+
+
 def test_caught_by_a_splat() -> None:
     cell = evaluate("real_x86_64_lockdep_deadlock_killed.log",
                     Cell("x86_64", "lockdep-iint-inversion", "enforce", "builtin"), timed_out=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from harness import ktap, qemu
 from harness.archs import ARCHS
 
@@ -86,3 +88,15 @@ def test_the_kvm_probe_and_other_boots_without_ready_wait_for_the_timeout(
     out = qemu.boot(req, tmp_path / "console.log")
     assert (out.timed_out, out.not_ready) == (True, False)
     assert out.duration_s >= 1.8
+
+
+def test_a_broken_ready_check_neither_stops_the_console_nor_kills_the_guest(
+        tmp_path: Path) -> None:
+    def ready(console: str) -> bool:
+        raise RuntimeError("a harness bug")
+
+    script = "echo '<one>'; sleep 1.5; echo two; exit 0"
+    req = dataclasses.replace(_ready(tmp_path, script, 1, 10), ready=ready)
+    with pytest.raises(RuntimeError, match="a harness bug"):
+        qemu.boot(req, tmp_path / "console.log")
+    assert (tmp_path / "console.log").read_text() == "<one>\ntwo\n"

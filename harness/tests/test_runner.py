@@ -4,6 +4,7 @@ stops early, exit statuses, the manifest, and the accelerator probe's
 verdicts."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -180,7 +181,25 @@ def test_the_manifest_is_relocatable(tmp_path: Path) -> None:
          "variant patched\n")
     assert man.artifacts.initrds == {"x86_64": tmp_path / "moved" / "initramfs" / "x86_64.cpio"}
     assert man.artifacts.broken == {("x86_64", "stock"): "why"}
+    assert (man.timeout, man.boot_timeout) == (m.timeout, m.boot_timeout) == (480, 120)
     assert path.name == "manifest.json"
+
+
+def test_a_manifest_keeps_its_boot_timeout_and_checks_it(tmp_path: Path) -> None:
+    m = dataclasses.replace(_matrix(), boot_timeout=90)
+    path = runner.export(_artifacts(tmp_path), list(m.cells), CASES, m,
+                         {c.id: 1.0 for c in m.cells}, tmp_path)
+    assert runner.load_manifest(path).boot_timeout == 90
+    doc = json.loads(path.read_text())
+    del doc["boot_timeout"]         # a manifest written before the key
+    path.write_text(json.dumps(doc))
+    assert runner.load_manifest(path).boot_timeout == matrix.DEFAULT_BOOT_TIMEOUT
+    doc["boot_timeout"] = True
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError) as e:
+        runner.load_manifest(path)
+    assert str(e.value).startswith(f"{path}: damaged manifest (ValueError: expected a "
+                                   "positive number of seconds, found True)")
 
 
 def test_an_artifact_directory_carries_what_decodes_splats(

@@ -947,6 +947,8 @@ static unsigned int race_writers(struct __test_metadata *const _metadata,
 	unsigned int i, kthread_last = 0;
 	struct timespec start;
 
+	if (rounds)
+		*rounds = 0;
 	if (self->env.skip)
 		return 0;
 	ima_env_quiet(_metadata, &self->env);
