@@ -124,6 +124,7 @@ BENCH_BUILD ?= $(BUILD)/bench
 bench: deps
 	$(Q)DEBDIR=$(BENCH_BUILD)/debs/arm64 sh scripts/deps.sh
 	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) $(axis_args) \
+		$(if $(VARIANTS),--variants=$(VARIANTS)) \
 		$(if $(NO_COLD),--no-cold)
 
 clean:

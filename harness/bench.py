@@ -1,7 +1,7 @@
 """`make bench`: where the time goes on this machine, measured in one run.
 
     /usr/bin/python3 -m harness.bench [--build-dir build/bench] [--archs ...]
-        [--modes ...] [--policies ...] [--hashes ...] [--setattr ...] [--no-cold]
+        [--variants ...] [--modes ...] [--policies ...] [--hashes ...] [--setattr ...] [--no-cold]
 
 In a build directory of its own (default build/bench; the kernel trees and
 builds there are deleted for the cold builds, keys and packages are kept):
@@ -34,7 +34,7 @@ from .errors import HarnessError
 from .status import Status
 
 REPO = Path(__file__).resolve().parent.parent
-AXES = ("archs", "modes", "policies", "hashes", "setattr")
+AXES = ("archs", "variants", "modes", "policies", "hashes", "setattr")
 # The edit loop's cell and program: a custom-policy enforce cell, where
 # open_test's verdicts are strictest.
 LOOP_CELL = dict(ARCHS="x86_64", MODES="enforce", POLICIES="custom", HASHES="sha1",
