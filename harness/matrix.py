@@ -215,9 +215,10 @@ def _mapping(value: Any, where: str, keys: Iterable[str]) -> dict[Any, Any]:
     return value
 
 
-def _positive_int(value: Any, where: str) -> int:
+def positive_int(value: Any, where: str, error: type[Exception] = ConfigError) -> int:
+    """value if it is a positive int (not a bool); else error naming where."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{where}: expected a positive integer, found {value!r}")
+        raise error(f"{where}: expected a positive integer, found {value!r}")
     return value
 
 
@@ -510,16 +511,16 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
     if "check" in top:
         check = _check(top["check"], f"{name}: check", names)
 
-    timeout = _positive_int(top.get("timeout", DEFAULT_TIMEOUT), f"{name}: timeout")
+    timeout = positive_int(top.get("timeout", DEFAULT_TIMEOUT), f"{name}: timeout")
     # Unset, it is no later than the timeout (equal: no deadline of its own).
-    boot_timeout = _positive_int(top.get("boot_timeout", min(DEFAULT_BOOT_TIMEOUT, timeout)),
+    boot_timeout = positive_int(top.get("boot_timeout", min(DEFAULT_BOOT_TIMEOUT, timeout)),
                                  f"{name}: boot_timeout")
     if "boot_timeout" in top and boot_timeout >= timeout:
         raise ConfigError(f"{name}: boot_timeout ({boot_timeout}) must be below timeout "
                           f"({timeout}): a guest's init begins before it ends")
     return Matrix(path=path, variants=defined, cells=cells,
                   timeout=timeout,
-                  memory=_positive_int(top.get("memory", DEFAULT_MEMORY),
+                  memory=positive_int(top.get("memory", DEFAULT_MEMORY),
                                        f"{name}: memory"),
                   mutants=mutants, check=check, boot_timeout=boot_timeout)
 

@@ -106,7 +106,8 @@ def cell_result(doc: dict, artifacts: Path | None) -> CellResult:
     timing = CellTiming.from_json(doc["timing"]) if doc.get("timing") else None
     return CellResult(cell, doc.get("accel", "none"), Status(doc["status"]), doc.get("reason", ""),
                       float(doc.get("duration_s", 0.0)), splats, tests, artifacts,
-                      timing=timing, boots=int(doc.get("boots", 1)))
+                      timing=timing, boots=int(doc.get("boots", 1)),
+                      hung_at_boot=doc.get("hung_at_boot") is True)
 
 
 def _same_build(shards: Sequence[Shard]) -> None:

@@ -151,10 +151,10 @@ def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult],
     """Caught when every pattern of a booted program matched a failure;
     those of programs not booted (PROGRAMS=) are only named."""
     # A guest that hung at boot ran nothing: it neither caught nor missed.
-    errors = [c for c in cells if c.status == Status.ERROR
-              or (c.status == Status.TIMEOUT and c.reason.startswith(HUNG_AT_BOOT))]
+    errors = [c for c in cells if c.status == Status.ERROR or c.hung_at_boot]
     if errors or not cells:
-        why = errors[0].reason.splitlines()[0] if errors else "no cells ran"
+        why = (next((p for p in errors[0].problems if p.startswith(HUNG_AT_BOOT)),
+                    errors[0].reason).splitlines()[0] if errors else "no cells ran")
         return Verdict(variant, False, (f"not tested: {why}",))
     failed = failures(cells)
     evidence, caught = [], True

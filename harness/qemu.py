@@ -59,6 +59,13 @@ class BootOutcome:
     # its ready_timeout_s: the guest hung at boot.
     not_ready: bool = False
 
+    @property
+    def last_line(self) -> str:
+        """The console's last non-empty line, stripped ("no output" if none):
+        what the guest or QEMU said last, for a verdict's reason."""
+        return next((line.strip() for line in reversed(self.console.splitlines())
+                     if line.strip()), "no output")
+
 
 def kernel_cmdline(req: BootRequest) -> str:
     # panic=-1: reboot at once on a panic, which -no-reboot turns into an exit.
@@ -250,11 +257,10 @@ def probe_verdict(outcome: BootOutcome) -> tuple[bool, str]:
     aborting at once (with its own message) is not a guest that hangs."""
     if PROBE_MARKER in outcome.console:
         return True, f"a KVM probe guest booted in {outcome.duration_s:.1f}s"
-    lines = [line.strip() for line in outcome.console.splitlines() if line.strip()]
     # QEMU's own messages start with its program name; prefer the first.
-    said = next((line for line in lines if line.startswith(Path(outcome.command[0]).name + ":")),
-                lines[-1] if lines else "no output") if outcome.command else \
-        (lines[-1] if lines else "no output")
+    said = next((line.strip() for line in outcome.console.splitlines() if outcome.command
+                 and line.strip().startswith(Path(outcome.command[0]).name + ":")),
+                outcome.last_line)
     if outcome.timed_out:
         return False, (f"a KVM probe guest did not boot within {outcome.duration_s:.0f}s "
                        f"(last console line: {said})")

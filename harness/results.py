@@ -44,6 +44,9 @@ class CellResult:
     # lockdep, or panicked, before they started.
     rerun: tuple[str, ...] = ()
     boots: int = 1
+    # A boot of it was killed at its boot_timeout (qemu.BootOutcome.not_ready):
+    # it ran no program, so it says nothing of the kernel's verdicts.
+    hung_at_boot: bool = False
 
     def counts(self) -> dict[str, int]:
         counts = {s: 0 for s in CASE_STATUSES}
@@ -67,6 +70,7 @@ class CellResult:
                           for t in self.tests],
                 "artifacts": str(self.artifacts) if self.artifacts else None,
                 **({"boots": self.boots} if self.boots > 1 else {}),
+                **({"hung_at_boot": True} if self.hung_at_boot else {}),
                 **({"timing": self.timing.to_json()} if self.timing else {})}
 
 
@@ -281,7 +285,8 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
                       round(sum(o.duration_s for o in outcomes), 2), found,
                       tuple(merged), artifacts, all(sv.run.ended for sv in seen),
                       tuple(problems), _timing(seen),
-                      rerun if len(boots) <= CONTINUATION_BOOTS else (), len(boots))
+                      rerun if len(boots) <= CONTINUATION_BOOTS else (), len(boots),
+                      any(o.not_ready for o in outcomes))
 
 
 def _tests(sv: _Seen, expected: tuple[Case, ...],
@@ -423,18 +428,15 @@ def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat,
     fail its test_boot item, so no selection of cases can hide them."""
     problems = []
     if outcome.not_ready:
-        last = next((line.strip() for line in reversed(outcome.console.splitlines())
-                     if line.strip()), "no output")
         problems.append(f"{HUNG_AT_BOOT}: its init did not begin within "
-                        f"{outcome.duration_s:.0f}s (last console line: {last})")
+                        f"{outcome.duration_s:.0f}s (last console line: {outcome.last_line})")
     elif outcome.timed_out:
         problems.append(f"guest did not finish within {outcome.duration_s:.0f}s")
     problems += [s.title for s in found if s.kind == "panic"]
     problems += [f"kernel splat: {s.kind}: {s.title}" for s in found
                  if s.kind != "panic" and not s.known]
     if not outcome.timed_out and outcome.returncode not in (0, None):
-        last = next((line for line in reversed(outcome.console.splitlines()) if line.strip()), "")
-        problems.append(f"QEMU exited with status {outcome.returncode}: {last.strip()}")
+        problems.append(f"QEMU exited with status {outcome.returncode}: {outcome.last_line}")
     if not run.ended and not problems:
         problems.append("the guest stopped before the end marker (see console.log)")
     if run.exit_code:

@@ -458,12 +458,6 @@ def load_manifest(path: Path) -> Manifest:
                     first.boot_timeout)
 
 
-def _seconds(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"expected a positive number of seconds, found {value!r}")
-    return value
-
-
 def _load_part(path: Path) -> Manifest:
     where = str(path)
     doc = read_json(path, ConfigError, "make the manifest with "
@@ -490,10 +484,13 @@ def _load_part(path: Path) -> Manifest:
             art.broken[(arch, variant)] = why
         cases = tuple(Case(*c.split("/", 1)) for c in doc["cases"])
         m = Manifest(path, cells, {c["id"]: float(c["expected_s"]) for c in doc["cells"]},
-                     cases, art, doc["matrix_sha256"], int(doc["timeout"]), int(doc["memory"]),
+                     cases, art, doc["matrix_sha256"],
+                     matrix_mod.positive_int(doc["timeout"], "timeout", ValueError),
+                     matrix_mod.positive_int(doc["memory"], "memory", ValueError),
                      hashlib.sha256(path.read_bytes()).hexdigest(),
                      # A manifest from before boot_timeout: the default.
-                     _seconds(doc.get("boot_timeout", matrix_mod.DEFAULT_BOOT_TIMEOUT)))
+                     matrix_mod.positive_int(doc.get("boot_timeout", matrix_mod.DEFAULT_BOOT_TIMEOUT),
+                                             "boot_timeout", ValueError))
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"{where}: damaged manifest ({type(e).__name__}: {e}); "
                           "rebuild it with 'python3 -m harness build --out DIR'") from None

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,12 @@ def test_a_guest_hung_at_boot_leaves_its_mutant_not_tested() -> None:
     assert not v.caught
     assert v.evidence == ("not tested: guest hung at boot: its init did not begin within 480s "
                           "(last console line: [   86.224821] random: crng init done)",)
+    # Whatever problem its reason names first (here a guest clock ahead of
+    # the host's), the hung boot is what leaves it not tested.
+    clock = "the guest's clock ran ahead of the host's"
+    ahead = dataclasses.replace(cell, reason=clock, problems=(clock, *cell.problems))
+    assert regressions.judge("m", ("open_test/*",), [ahead]).evidence == v.evidence
+    assert not regressions.judge("m", ("open_test/*",), [ahead]).caught
 
 
 def test_caught_by_a_splat() -> None:

@@ -6,7 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness import kernlog, results
+from harness import kernlog, merge, results
 from harness.tests.recorded import RECORDED_CASES
 from harness.matrix import Cell, RacyReason
 from harness.qemu import BootOutcome
@@ -399,6 +399,11 @@ def test_a_guest_hung_at_boot_times_out_and_says_where_it_stopped() -> None:
                       not_ready=True)
     r = results.evaluate(CELL, out, EXPECTED, "tcg")
     assert r.status == "timeout"
+    # Kept in results.json, and read back by a merge of shards.
+    assert r.hung_at_boot and merge.cell_result(r.to_json(), None).hung_at_boot
+    killed = dataclasses.replace(out, not_ready=False)     # at the cell's own timeout
+    assert not results.evaluate(CELL, killed, EXPECTED, "tcg").hung_at_boot
+    assert "hung_at_boot" not in results.evaluate(CELL, killed, EXPECTED, "tcg").to_json()
     assert r.problems[0] == ("guest hung at boot: its init did not begin within 480s "
                              "(last console line: [   86.224821] random: crng init done)")
     assert {t.status for t in r.tests} == {"fail"}

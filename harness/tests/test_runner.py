@@ -198,8 +198,8 @@ def test_a_manifest_keeps_its_boot_timeout_and_checks_it(tmp_path: Path) -> None
     path.write_text(json.dumps(doc))
     with pytest.raises(ConfigError) as e:
         runner.load_manifest(path)
-    assert str(e.value).startswith(f"{path}: damaged manifest (ValueError: expected a "
-                                   "positive number of seconds, found True)")
+    assert str(e.value).startswith(f"{path}: damaged manifest (ValueError: boot_timeout: "
+                                   "expected a positive integer, found True)")
 
 
 def test_an_artifact_directory_carries_what_decodes_splats(
