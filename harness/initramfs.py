@@ -203,11 +203,18 @@ def _fingerprint(files: list[Path]) -> str:
     return h.hexdigest()
 
 
-def build_kmsg_dump(repo: Path, build: Path, arch: Arch) -> Path:
-    """initramfs/kmsg-dump.c, static, for arch: what prints the guest's
-    whole kernel log after the tests (see harness/kernlog.py)."""
-    src = repo / "initramfs" / "kmsg-dump.c"
-    out = build / "initramfs" / f"kmsg-dump-{arch.name}"
+# The guest's own programs, initramfs/<name>.c, and where they go: what
+# prints the guest's whole kernel log after the tests (harness/kernlog.py),
+# and the timeout kselftest's runner.sh calls (GNU's behaviour, tested in
+# harness/tests/test_timeout.py).
+TOOLS = {"kmsg-dump": "usr/bin/kmsg-dump", "timeout": "usr/bin/timeout"}
+
+
+def build_tool(repo: Path, build: Path, arch: Arch, name: str) -> Path:
+    """initramfs/<name>.c, static, for arch; compiled again only when its
+    source or the compiler's name changed."""
+    src = repo / "initramfs" / f"{name}.c"
+    out = build / "initramfs" / f"{name}-{arch.name}"
     stamp = out.with_name(f".{out.name}.sha256")
     digest = hashlib.sha256(src.read_bytes() + arch.cc.encode()).hexdigest()
     if out.is_file() and stamp.is_file() and stamp.read_text() == digest:
@@ -230,7 +237,7 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     and mtime: the staged selftests, the init, the host binaries)."""
     out = build / "initramfs" / f"{arch.name}.cpio"
     stamp = out.with_name(f".{out.name}.inputs")
-    build_kmsg_dump(repo, build, arch)
+    tools = {name: build_tool(repo, build, arch, name) for name in TOOLS}
     staged = sorted(f for f in selftests.rglob("*") if f.is_file())
     try:
         old = json.loads(stamp.read_text())
@@ -261,9 +268,8 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
         if applet != "bin/busybox":
             a.symlink(applet, "/bin/busybox")
 
-    a.file("usr/bin/timeout", (repo / "initramfs" / "timeout").read_bytes(), 0o755)
-    kmsg_dump = build_kmsg_dump(repo, build, arch)
-    a.file("usr/bin/kmsg-dump", kmsg_dump.read_bytes(), 0o755, BINARY_MTIME)
+    for name, path in TOOLS.items():
+        a.file(path, tools[name].read_bytes(), 0o755, BINARY_MTIME)
 
     # make and the shared libraries it needs, at the paths its loader expects.
     make = root / "usr" / "bin" / "make"
@@ -284,7 +290,7 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     a.tree("selftests", selftests)
     out.parent.mkdir(parents=True, exist_ok=True)
     a.write(out)
-    host = [repo / "initramfs" / "init", repo / "initramfs" / "timeout", kmsg_dump, busybox,
+    host = [repo / "initramfs" / "init", *tools.values(), busybox,
             Path("/bin/busybox"), make, *a.sources]
     stamp.write_text(json.dumps({"host": [str(f) for f in host],
                                  "fingerprint": _fingerprint(host + staged)}))
