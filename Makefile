@@ -62,7 +62,8 @@ help:
 	@echo '             in how many runs each was caught (exit 1 if any run missed)'
 	@echo '  selftests  build the guest /selftests tree only: build/selftests/<arch>/'
 	@echo '  bench      measure cold and warm builds, the boot floor, the matrix (narrow it'
-	@echo '             with ARCHS= etc.) and the edit loop, in BENCH_BUILD (build/bench)'
+	@echo '             with ARCHS= VARIANTS= etc.) and the edit loop, in BENCH_BUILD'
+	@echo '             (build/bench); NO_COLD=1 keeps its kernels, STAGES= picks stages'
 	@echo '  deps       install missing Debian packages and the arm64 guest userland'
 	@echo '  clean      remove results and scratch disks; distclean: all of build/'
 	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= HASHES= SETATTR= VARIANTS='
@@ -125,7 +126,7 @@ bench: deps
 	$(Q)DEBDIR=$(BENCH_BUILD)/debs/arm64 sh scripts/deps.sh
 	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) $(axis_args) \
 		$(if $(VARIANTS),--variants=$(VARIANTS)) \
-		$(if $(NO_COLD),--no-cold)
+		$(if $(NO_COLD),--no-cold) $(if $(STAGES),--stages=$(STAGES))
 
 clean:
 	rm -rf $(BUILD)/results $(BUILD)/scratch

@@ -2,6 +2,7 @@
 
     /usr/bin/python3 -m harness.bench [--build-dir build/bench] [--archs ...]
         [--variants ...] [--modes ...] [--policies ...] [--hashes ...] [--setattr ...] [--no-cold]
+        [--stages builds,floor,matrix,edit]
 
 In a build directory of its own (default build/bench; the kernel trees and
 builds there are deleted for the cold builds, keys and packages are kept):
@@ -15,18 +16,22 @@ builds there are deleted for the cold builds, keys and packages are kept):
    warm, each cell's time against its kernel's floor;
 4. edit loop: a one-line change to an IMA .c file (EXTRA_PATCHES) to the
    verdict of one program in one cell, through 'make run' as a developer
-   types it.
+   types it, checked to have compiled the edit and booted that cell alone.
+
+Each line of the report is written to bench.txt as it is measured.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from . import cases, kbuild, initramfs, matrix as matrix_mod, qemu, runner
 from .archs import ARCHS
@@ -41,6 +46,7 @@ LOOP_CELL = dict(ARCHS="x86_64", MODES="enforce", POLICIES="custom", HASHES="sha
                  SETATTR="remove")
 LOOP_PROGRAM = "open_test"
 LOOP_FILE = "security/integrity/ima/ima_appraise.c"
+STAGES = ("builds", "floor", "matrix", "edit")
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,39 @@ def _floor(build: Path, arch: str, variant: str) -> Floor:
     return Floor(f"{arch}-{variant}", out.line_times[at], out.duration_s)
 
 
+# The Makefile's knobs.  make hands those of its own command line (make
+# bench ARCHS=... VARIANTS=...) on to every make it starts, in MAKEFLAGS
+# and the environment: the edit loop's 'make run' must not see them (it
+# once booted bench's VARIANTS instead of the edit, and compiled nothing).
+MAKE_KNOBS = frozenset({
+    "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "K", "ARCHS", "VARIANTS", "MODES",
+    "POLICIES", "HASHES", "SETATTR", "JOBS", "MAKE_JOBS", "TIER", "ACCEL", "KERNEL_TREE",
+    "EXTRA_PATCHES", "BUILD", "BENCH_BUILD", "NO_COLD", "MUTANTS", "PROGRAMS", "REPEAT",
+    "VERSION", "GOOD", "BAD", "SPLAT", "TEST", "V", "STAGES"})
+
+
+def loop_cell_id() -> str:
+    c = LOOP_CELL
+    return "-".join((c["ARCHS"], matrix_mod.EXTRA_VARIANT, c["MODES"], c["POLICIES"],
+                     c["HASHES"], c["SETATTR"]))
+
+
+def check_edit_loop(output: str, where: Path) -> None:
+    """That the edit loop's 'make run' (its output) measured the edit: it
+    compiled the edited kernel and booted that kernel's one cell, and
+    nothing else.  HarnessError naming the log (where) if not."""
+    kernel = f"{LOOP_CELL['ARCHS']}-{matrix_mod.EXTRA_VARIANT}"
+    compiled = re.search(rf"^kernel {re.escape(kernel)}: (\d+) object\(s\) compiled", output,
+                         re.M)
+    booted = re.findall(r"^\[\s*\d+/\d+\] (\S+)", output, re.M)
+    if not compiled or not int(compiled[1]):
+        raise HarnessError(f"the edit loop's 'make run' did not compile kernel {kernel} "
+                           f"(the edit's): nothing was measured; see {where}")
+    if booted != [loop_cell_id()]:
+        raise HarnessError(f"the edit loop's 'make run' booted {', '.join(booted) or 'nothing'}, "
+                           f"not {loop_cell_id()} alone: nothing was measured; see {where}")
+
+
 def _edit_loop(build: Path, n: int) -> float:
     """Seconds from a changed patch to 'make run's verdict on one program."""
     patch = build / "bench-edit.patch"
@@ -98,13 +137,17 @@ def _edit_loop(build: Path, n: int) -> float:
     cmd = ["make", "--no-print-directory", "-C", str(REPO), "run", f"BUILD={build}",
            f"EXTRA_PATCHES={patch}", f"K={LOOP_PROGRAM}", "JOBS=1",
            *(f"{k}={v}" for k, v in LOOP_CELL.items())]
+    env = {k: v for k, v in os.environ.items() if k not in MAKE_KNOBS}
     t = time.monotonic()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=env)
     secs = time.monotonic() - t
-    (build / "logs" / f"bench-edit-{n}.log").write_text(proc.stdout)
+    log = build / "logs" / f"bench-edit-{n}.log"
+    log.write_text(proc.stdout)
     if proc.returncode:
         raise HarnessError(f"the edit loop's 'make run' failed (exit {proc.returncode}); "
-                           f"see {build / 'logs' / f'bench-edit-{n}.log'}")
+                           f"see {log}")
+    check_edit_loop(proc.stdout, log)
     return secs
 
 
@@ -116,7 +159,13 @@ def main(argv: list[str]) -> int:
         parser.add_argument(f"--{axis}", default=None, help="comma list narrowing the matrix")
     parser.add_argument("--no-cold", action="store_true",
                         help="skip the cold builds (keep what the bench directory has)")
+    parser.add_argument("--stages", default=",".join(STAGES),
+                        help=f"comma list of the stages to run, of {', '.join(STAGES)}")
     args = parser.parse_args(argv)
+    stages = set(args.stages.split(","))
+    if not stages <= set(STAGES):
+        parser.error(f"--stages: {', '.join(sorted(stages - set(STAGES)))}: no such stage; "
+                     f"the stages are {', '.join(STAGES)}")
     build = args.build_dir.resolve()
     narrowed = {a: getattr(args, a) for a in AXES if getattr(args, a)}
     try:
@@ -124,54 +173,63 @@ def main(argv: list[str]) -> int:
         kernels = list(dict.fromkeys((c.arch, c.variant) for c in m.cells))
         # stock first: the other variants may share its work.
         kernels.sort(key=lambda k: (k[0], k[1] != "stock"))
-        report: list[str] = []
-        say = lambda line: (print(line, flush=True), report.append(line))  # noqa: E731
+        # Written line by line: a stage that fails keeps the ones before it.
+        build.mkdir(parents=True, exist_ok=True)
+        out = (build / "bench.txt").open("w")
+        say = lambda line: (print(line, flush=True), print(line, file=out, flush=True))  # noqa: E731
 
-        if not args.no_cold:
+        if "builds" in stages and not args.no_cold:
             for d in ("kernel", "src"):
                 shutil.rmtree(build / d, ignore_errors=True)
             t = time.monotonic()
             kbuild.extract(build)
             say(f"extract: {time.monotonic() - t:.0f}s")
         builds = {}
-        for when in (() if args.no_cold else ("cold",)) + ("warm",):
+        for when in () if "builds" not in stages else \
+                (() if args.no_cold else ("cold",)) + ("warm",):
             for arch, variant in kernels:
                 b = _build(build, m, arch, variant)
                 builds[(when, b.kernel)] = b
                 say(f"build {when} {b.kernel}: {b.seconds:.0f}s, {b.objects} object(s) compiled")
 
         floors = {}
-        for arch, variant in kernels:
+        for arch, variant in kernels if "floor" in stages else ():
             f = _floor(build, arch, variant)
             floors[f.kernel] = f
             say(f"floor {f.kernel}: init after {f.to_init_s:.1f}s, QEMU gone after "
                 f"{f.total_s:.1f}s")
 
-        cells = list(m.cells)
-        t = time.monotonic()
-        run = runner.run(m, cells, cases.expected_cases(REPO / "selftests"), REPO, build,
-                         jobs=os.cpu_count(), log=print)
-        wall = time.monotonic() - t
-        say(f"matrix {'(subset: ' + ' '.join(f'{k}={v}' for k, v in narrowed.items()) + ')' if narrowed else '(full)'}: "
-            f"{len(cells)} cells in {wall:.0f}s wall ({os.cpu_count()} at a time), "
-            f"{sum(r.status == Status.PASS for r in run.cells)} pass")
-        say(f"{'cell':<44} {'time':>6} {'floor':>6} {'work':>6}")
-        for r in sorted(run.cells, key=lambda r: -r.duration_s):
-            floor = floors[f"{r.cell.arch}-{r.cell.variant}"].total_s
-            say(f"{r.cell.id:<44} {r.duration_s:>5.1f}s {floor:>5.1f}s "
-                f"{r.duration_s - floor:>5.1f}s  {r.status}")
-        say(runner.program_times(run.cells))
-
-        loops = [_edit_loop(build, n) for n in (1, 2)]
-        say(f"edit loop ({LOOP_FILE} one line -> {LOOP_PROGRAM} verdict in "
-            f"{'-'.join(LOOP_CELL.values())}, via 'make run'): "
-            + ", ".join(f"{s:.1f}s" for s in loops))
-        (build / "bench.txt").write_text("\n".join(report) + "\n")
+        if "matrix" in stages:
+            _matrix(m, narrowed, floors, build, say)
+        if "edit" in stages:
+            loops = [_edit_loop(build, n) for n in (1, 2)]
+            say(f"edit loop ({LOOP_FILE} one line -> {LOOP_PROGRAM} verdict in "
+                f"{loop_cell_id()}, via 'make run'): " + ", ".join(f"{s:.1f}s" for s in loops))
         print(f"bench: {build / 'bench.txt'}")
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def _matrix(m: matrix_mod.Matrix, narrowed: dict[str, str], floors: dict[str, Floor],
+            build: Path, say: Callable[[str], object]) -> None:
+    """The selected cells booted warm, each against its kernel's floor."""
+    cells = list(m.cells)
+    t = time.monotonic()
+    run = runner.run(m, cells, cases.expected_cases(REPO / "selftests"), REPO, build,
+                     jobs=os.cpu_count(), log=print)
+    wall = time.monotonic() - t
+    say(f"matrix {'(subset: ' + ' '.join(f'{k}={v}' for k, v in narrowed.items()) + ')' if narrowed else '(full)'}: "
+        f"{len(cells)} cells in {wall:.0f}s wall ({os.cpu_count()} at a time), "
+        f"{sum(r.status == Status.PASS for r in run.cells)} pass")
+    say(f"{'cell':<44} {'time':>6} {'floor':>6} {'work':>6}")
+    for r in sorted(run.cells, key=lambda r: -r.duration_s):
+        f = floors.get(f"{r.cell.arch}-{r.cell.variant}")
+        floor, work = (f"{f.total_s:>5.1f}s", f"{r.duration_s - f.total_s:>5.1f}s") if f \
+            else ("    -", "    -")
+        say(f"{r.cell.id:<44} {r.duration_s:>5.1f}s {floor} {work}  {r.status}")
+    say(runner.program_times(run.cells))
 
 
 if __name__ == "__main__":
