@@ -130,10 +130,10 @@ def _edit_loop(build: Path, n: int) -> float:
     patch = build / "bench-edit.patch"
     tree = kbuild.extract(build)
     lines = (tree / LOOP_FILE).read_text().splitlines(keepends=True)
-    # A one-line change that differs every time: kbuild must recompile the
-    # file and relink, as after any edit.
+    # A one-line change that differs every time, from any earlier bench's
+    # too: kbuild must recompile the file and relink, as after any edit.
     patch.write_text(f"--- a/{LOOP_FILE}\n+++ b/{LOOP_FILE}\n@@ -1,1 +1,2 @@\n"
-                     f"+/* make bench: edit {n} */\n {lines[0]}")
+                     f"+/* make bench: edit {n} at {time.time_ns()} */\n {lines[0]}")
     cmd = ["make", "--no-print-directory", "-C", str(REPO), "run", f"BUILD={build}",
            f"EXTRA_PATCHES={patch}", f"K={LOOP_PROGRAM}", "JOBS=1",
            *(f"{k}={v}" for k, v in LOOP_CELL.items())]
@@ -173,9 +173,12 @@ def main(argv: list[str]) -> int:
         kernels = list(dict.fromkeys((c.arch, c.variant) for c in m.cells))
         # stock first: the other variants may share its work.
         kernels.sort(key=lambda k: (k[0], k[1] != "stock"))
-        # Written line by line: a stage that fails keeps the ones before it.
+        # Written line by line: a stage that fails keeps the ones before it,
+        # and a run of some stages keeps the runs before it.
         build.mkdir(parents=True, exist_ok=True)
-        out = (build / "bench.txt").open("w")
+        out = (build / "bench.txt").open("a")
+        print(f"# make bench, {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+              f"{' '.join(argv) or 'the whole matrix'}", file=out, flush=True)
         say = lambda line: (print(line, flush=True), print(line, file=out, flush=True))  # noqa: E731
 
         if "builds" in stages and not args.no_cold:

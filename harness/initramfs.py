@@ -239,10 +239,13 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     stamp = out.with_name(f".{out.name}.inputs")
     tools = {name: build_tool(repo, build, arch, name) for name in TOOLS}
     staged = sorted(f for f in selftests.rglob("*") if f.is_file())
+    ours = [repo / "initramfs" / "init", *tools.values()]
     try:
         old = json.loads(stamp.read_text())
         host = [Path(f) for f in old["host"]]
-        if out.is_file() and old["fingerprint"] == _fingerprint(host + staged):
+        # A new input (a tool added to TOOLS) is a change, as a changed one is.
+        if out.is_file() and set(ours) <= set(host) and \
+                old["fingerprint"] == _fingerprint(host + staged):
             return out
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -290,7 +293,7 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     a.tree("selftests", selftests)
     out.parent.mkdir(parents=True, exist_ok=True)
     a.write(out)
-    host = [repo / "initramfs" / "init", *tools.values(), busybox,
+    host = [*ours, busybox,
             Path("/bin/busybox"), make, *a.sources]
     stamp.write_text(json.dumps({"host": [str(f) for f in host],
                                  "fingerprint": _fingerprint(host + staged)}))

@@ -44,8 +44,10 @@ class CellResult:
     # lockdep, or panicked, before they started.
     rerun: tuple[str, ...] = ()
     boots: int = 1
-    # A boot of it was killed at its boot_timeout (qemu.BootOutcome.not_ready):
-    # it ran no program, so it says nothing of the kernel's verdicts.
+    # Its first boot was killed at its boot_timeout (qemu.BootOutcome.not_ready):
+    # it ran no program, so it says nothing of the kernel's verdicts.  (A
+    # continuation boot that hangs leaves only its own programs without a
+    # result, which mutants.py already counts as no proof.)
     hung_at_boot: bool = False
 
     def counts(self) -> dict[str, int]:
@@ -286,7 +288,7 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
                       tuple(merged), artifacts, all(sv.run.ended for sv in seen),
                       tuple(problems), _timing(seen),
                       rerun if len(boots) <= CONTINUATION_BOOTS else (), len(boots),
-                      any(o.not_ready for o in outcomes))
+                      bool(outcomes) and outcomes[0].not_ready)
 
 
 def _tests(sv: _Seen, expected: tuple[Case, ...],

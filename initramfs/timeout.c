@@ -20,8 +20,8 @@
  *
  * Busybox's timeout differs on each of these points (no --foreground; a
  * timeout is 128+SIGTERM, the same as a test that dies of SIGTERM by
- * itself), and a shell wrapper around it cost 30 to 50 ms per test program
- * under TCG: hence this.  The harness builds it static, per arch
+ * itself), and a shell wrapper around it cost 20 to 30 ms more per test
+ * program under TCG than this does.  The harness builds it static, per arch
  * (harness/initramfs.py), and tests it on the host
  * (harness/tests/test_timeout.py).
  */
@@ -53,10 +53,16 @@ static void send(int sig)
 	if (child <= 0)
 		return;
 	kill(child, sig);
-	if (!foreground) {
-		/* Our own group, timeout included: not a loop of signals. */
-		sigaction(sig, &ignore, NULL);
-		kill(0, sig);
+	if (foreground)
+		return;
+	/* Our own group, timeout included: not a loop of signals. */
+	sigaction(sig, &ignore, NULL);
+	kill(0, sig);
+	/* A stopped process acts on sig only once it runs again (GNU's too). */
+	if (sig != SIGKILL && sig != SIGCONT) {
+		kill(child, SIGCONT);
+		sigaction(SIGCONT, &ignore, NULL);
+		kill(0, SIGCONT);
 	}
 }
 
@@ -70,6 +76,12 @@ static void on_alarm(int sig)
 static void on_signal(int sig)
 {
 	send(sig);
+}
+
+/* Only to end sigsuspend() in main(): SIGCHLD's default is to ignore it. */
+static void on_child(int sig)
+{
+	(void)sig;
 }
 
 static void usage(const char *why)
@@ -148,7 +160,7 @@ int main(int argc, char *argv[])
 {
 	static const int passed_on[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 	struct sigaction sa = { 0 };
-	sigset_t handled, old;
+	sigset_t handled, old, waiting;
 	double secs;
 	int status, i = 1;
 	pid_t pid;
@@ -171,17 +183,29 @@ int main(int argc, char *argv[])
 	}
 	sigemptyset(&handled);
 	sigaddset(&handled, SIGALRM);
+	sigaddset(&handled, SIGCHLD);
 	for (size_t n = 0; n < ARRAY_SIZE(passed_on); n++)
 		sigaddset(&handled, passed_on[n]);
 	sa.sa_mask = handled;
 	sa.sa_handler = on_alarm;
 	sigaction(SIGALRM, &sa, NULL);
+	/* Also whatever SIGCHLD disposition timeout was started with. */
+	sa.sa_handler = on_child;
+	sigaction(SIGCHLD, &sa, NULL);
 	sa.sa_handler = on_signal;
 	for (size_t n = 0; n < ARRAY_SIZE(passed_on); n++)
 		sigaction(passed_on[n], &sa, NULL);
 
-	/* A signal before child is set would reach nobody: held till then. */
+	/*
+	 * Held but inside sigsuspend() below, whatever mask timeout was
+	 * started with: a signal before child is set would reach nobody, and
+	 * the timer's after the command ended would time out a finished one.
+	 */
 	sigprocmask(SIG_BLOCK, &handled, &old);
+	waiting = old;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&handled, sig))
+			sigdelset(&waiting, sig);
 	pid = fork();
 	if (pid < 0) {
 		perror("timeout: fork");
@@ -189,6 +213,7 @@ int main(int argc, char *argv[])
 	}
 	if (!pid) {
 		signal(SIGALRM, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
 		signal(SIGTTIN, SIG_DFL);
 		signal(SIGTTOU, SIG_DFL);
 		for (size_t n = 0; n < ARRAY_SIZE(passed_on); n++)
@@ -201,13 +226,17 @@ int main(int argc, char *argv[])
 	}
 	child = pid;
 	arm(secs);
-	sigprocmask(SIG_SETMASK, &old, NULL);
 
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
+	for (;;) {
+		pid_t done = waitpid(pid, &status, WNOHANG);
+
+		if (done == pid)
+			break;
+		if (done < 0 && errno != EINTR) {
 			perror("timeout: waitpid");
 			return EXIT_FAILED;
 		}
+		sigsuspend(&waiting);
 	}
 	child = 0;
 	if (timed_out)

@@ -26,9 +26,9 @@ def ours(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(out)
 
 
-def _run(timeout: str, *args: str) -> tuple[int, str]:
+def _run(timeout: str, *args: str, preexec_fn=None) -> tuple[int, str]:
     proc = subprocess.run([timeout, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=60)
+                          text=True, timeout=60, preexec_fn=preexec_fn)
     return proc.returncode, proc.stdout
 
 
@@ -47,8 +47,14 @@ CASES = [
     (["30", "sh", "-c", "kill -TERM $$"], -signal.SIGTERM),
     (["30", "sh", "-c", "kill -KILL $$"], -signal.SIGKILL),
     (["--foreground", "30", "@", "30", "sh", "-c", "kill -TERM $$"], -signal.SIGTERM),
-    # Durations: suffixes, a fraction, 0 for none.
-    (["1m", "true"], 0),
+    # A command that stops itself is woken to die (without --foreground).
+    (["0.5", "sh", "-c", "kill -STOP $$"], 124),
+    # Durations: suffixes (each ends in time only if it multiplies: 0.05
+    # seconds would not let the sleep end), a fraction, 0 for none.
+    (["0.05m", "sh", "-c", "sleep 0.1; exit 5"], 5),
+    (["0.001h", "sh", "-c", "sleep 0.1; exit 5"], 5),
+    (["0.0001d", "sh", "-c", "sleep 0.1; exit 5"], 5),
+    (["3s", "sh", "-c", "sleep 0.1; exit 5"], 5),
     (["0", "sh", "-c", "exit 4"], 4),
     (["0.001s", "sleep", "30"], 124),
     # Its own failures.
@@ -78,7 +84,7 @@ def test_the_timeout_signals_the_whole_group_unless_foreground(
         pid_file = tmp_path / f"pid-{Path(timeout).name}-{foreground}"
         # (Its output elsewhere: one left running would hold _run's pipe.)
         script = f"sleep 30 >/dev/null 2>&1 & echo $! > {pid_file}; wait"
-        got, out = _run(timeout, *(["--foreground"] if foreground else []), "0.3",
+        got, out = _run(timeout, *(["--foreground"] if foreground else []), "2",
                         "sh", "-c", script)
         assert got == 124, out
         pid = int(pid_file.read_text())
@@ -123,3 +129,25 @@ def test_a_signal_to_timeout_is_passed_on(ours: str) -> None:
         assert proc.stdout.readline() == "up\n"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == -signal.SIGTERM, timeout
+
+
+def _ignore_sigchld() -> None:
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+
+
+def _block_sigalrm() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+
+
+@pytest.mark.parametrize("started_with, args, status", [
+    # SIGCHLD ignored: children are not kept for waitpid() unless timeout
+    # handles SIGCHLD itself.
+    (_ignore_sigchld, ["30", "sh", "-c", "exit 6"], 6),
+    # SIGALRM blocked: the timer must still end the command.
+    (_block_sigalrm, ["0.2", "sleep", "30"], 124),
+], ids=["SIGCHLD ignored", "SIGALRM blocked"])
+def test_what_timeout_was_started_with_does_not_change_its_end(
+        ours: str, started_with, args: list[str], status: int) -> None:
+    for timeout in (ours, GNU):
+        got, out = _run(timeout, *args, preexec_fn=started_with)
+        assert got == status, f"{timeout} {' '.join(args)}: {out}"
