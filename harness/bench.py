@@ -105,8 +105,8 @@ MAKE_KNOBS = frozenset({
 
 def loop_cell_id() -> str:
     c = LOOP_CELL
-    return "-".join((c["ARCHS"], matrix_mod.EXTRA_VARIANT, c["MODES"], c["POLICIES"],
-                     c["HASHES"], c["SETATTR"]))
+    return matrix_mod.Cell(c["ARCHS"], matrix_mod.EXTRA_VARIANT, c["MODES"], c["POLICIES"],
+                           c["HASHES"], c["SETATTR"]).id
 
 
 def check_edit_loop(output: str, where: Path) -> None:

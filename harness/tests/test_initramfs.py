@@ -1,0 +1,34 @@
+"""The initramfs is packed again when, and only when, an input changed."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import initramfs
+from harness.archs import ARCHS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A copy of the repository's initramfs/ sources, to add a tool to."""
+    shutil.copytree(REPO / "initramfs", tmp_path / "repo" / "initramfs")
+    return tmp_path / "repo"
+
+
+def test_a_tool_added_to_the_guest_packs_the_initramfs_again(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    arch, build, staged = ARCHS["x86_64"], tmp_path / "build", tmp_path / "selftests"
+    (staged / "ima_appraise").mkdir(parents=True)
+    (staged / "ima_appraise" / "settings").write_text("timeout=300\n")
+    out = initramfs.build_initramfs(repo, build, arch, staged)
+    packed = out.stat().st_mtime_ns
+    assert initramfs.build_initramfs(repo, build, arch, staged).stat().st_mtime_ns == packed
+
+    (repo / "initramfs" / "hello.c").write_text("int main(void) { return 0; }\n")
+    monkeypatch.setitem(initramfs.TOOLS, "hello", "usr/bin/hello")
+    out = initramfs.build_initramfs(repo, build, arch, staged)
+    assert b"usr/bin/hello" in out.read_bytes()
