@@ -234,29 +234,33 @@ def build_tool(repo: Path, build: Path, arch: Arch, name: str) -> Path:
 
 def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Path:
     """The cpio, packed again only when one of its inputs changed (by size
-    and mtime: the staged selftests, the init, the host binaries)."""
+    and mtime): the staged selftests, the init and tools, the host's
+    binaries, this file, and the libraries make needed at the last pack."""
     out = build / "initramfs" / f"{arch.name}.cpio"
     stamp = out.with_name(f".{out.name}.inputs")
     tools = {name: build_tool(repo, build, arch, name) for name in TOOLS}
     staged = sorted(f for f in selftests.rglob("*") if f.is_file())
-    ours = [repo / "initramfs" / "init", *tools.values()]
+    root = _host_root(build, arch)
+    busybox = root / "bin" / "busybox"
+    make = root / "usr" / "bin" / "make"
+    # What is known before packing: a tool added to TOOLS, or a change in
+    # how this file packs, is a new input.  make's libraries are known only
+    # once it is read: those of the last pack are compared.
+    known = [repo / "initramfs" / "init", *tools.values(), busybox, Path("/bin/busybox"),
+             make, Path(__file__)]
     try:
         old = json.loads(stamp.read_text())
-        host = [Path(f) for f in old["host"]]
-        # A new input (a tool added to TOOLS) is a change, as a changed one is.
-        if out.is_file() and set(ours) <= set(host) and \
-                old["fingerprint"] == _fingerprint(host + staged):
+        libs = [Path(f) for f in old["libs"]]
+        if out.is_file() and old["fingerprint"] == _fingerprint(known + libs + staged):
             return out
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    root = _host_root(build, arch)
     a = Archive()
     for d in ("proc", "sys", "dev", "tmp", "mnt/scratch", "root", "etc"):
         a.dir(d)
     a.chardev("dev/console", 5, 1)
     a.file("init", (repo / "initramfs" / "init").read_bytes(), 0o755)
 
-    busybox = root / "bin" / "busybox"
     if not busybox.is_file():
         raise DependencyError(f"{busybox} missing: install busybox-static ('make deps')")
     a.file("bin/busybox", busybox.read_bytes(), 0o755)
@@ -275,7 +279,6 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
         a.file(path, tools[name].read_bytes(), 0o755, BINARY_MTIME)
 
     # make and the shared libraries it needs, at the paths its loader expects.
-    make = root / "usr" / "bin" / "make"
     if not make.is_file():
         raise DependencyError(f"{make} missing: run 'make deps'")
     a.file("usr/bin/make", make.read_bytes(), 0o755, BINARY_MTIME)
@@ -293,8 +296,6 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     a.tree("selftests", selftests)
     out.parent.mkdir(parents=True, exist_ok=True)
     a.write(out)
-    host = [*ours, busybox,
-            Path("/bin/busybox"), make, *a.sources]
-    stamp.write_text(json.dumps({"host": [str(f) for f in host],
-                                 "fingerprint": _fingerprint(host + staged)}))
+    stamp.write_text(json.dumps({"libs": [str(f) for f in a.sources],
+                                 "fingerprint": _fingerprint(known + a.sources + staged)}))
     return out

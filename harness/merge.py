@@ -95,6 +95,14 @@ def load_shard(path: Path) -> Shard:
     return Shard(path, doc, junit)
 
 
+def _hang(value: object) -> str:
+    """results.json's hung_at_boot: the problem that says so; a results.json
+    written before it said more than true holds true."""
+    if value is True:
+        return results.HUNG_AT_BOOT
+    return value if isinstance(value, str) else ""
+
+
 def cell_result(doc: dict, artifacts: Path | None) -> CellResult:
     """The CellResult that results.CellResult.to_json() wrote doc from (but
     for the tests' logs and the splats' bodies, which it leaves out)."""
@@ -107,7 +115,7 @@ def cell_result(doc: dict, artifacts: Path | None) -> CellResult:
     return CellResult(cell, doc.get("accel", "none"), Status(doc["status"]), doc.get("reason", ""),
                       float(doc.get("duration_s", 0.0)), splats, tests, artifacts,
                       timing=timing, boots=int(doc.get("boots", 1)),
-                      hung_at_boot=doc.get("hung_at_boot") is True)
+                      hung_at_boot=_hang(doc.get("hung_at_boot")))
 
 
 def _same_build(shards: Sequence[Shard]) -> None:

@@ -34,7 +34,7 @@ from .errors import ConfigError
 from .flavors import FLAVORS, PLAIN
 from .kbuild import DEFAULT_VERSION, read_series
 from .matrix import Variant
-from .results import HUNG_AT_BOOT, NO_RESULT_PREFIX, CellResult
+from .results import NO_RESULT_PREFIX, CellResult
 from .status import FAILING, Status
 
 _TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in|Flavor):\s*(.*?)\s*$")
@@ -153,8 +153,8 @@ def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult],
     # A guest that hung at boot ran nothing: it neither caught nor missed.
     errors = [c for c in cells if c.status == Status.ERROR or c.hung_at_boot]
     if errors or not cells:
-        why = (next((p for p in errors[0].problems if p.startswith(HUNG_AT_BOOT)),
-                    errors[0].reason).splitlines()[0] if errors else "no cells ran")
+        why = ((errors[0].hung_at_boot or errors[0].reason).splitlines()[0]
+               if errors else "no cells ran")
         return Verdict(variant, False, (f"not tested: {why}",))
     failed = failures(cells)
     evidence, caught = [], True

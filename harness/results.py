@@ -47,8 +47,9 @@ class CellResult:
     # Its first boot was killed at its boot_timeout (qemu.BootOutcome.not_ready):
     # it ran no program, so it says nothing of the kernel's verdicts.  (A
     # continuation boot that hangs leaves only its own programs without a
-    # result, which mutants.py already counts as no proof.)
-    hung_at_boot: bool = False
+    # result, which mutants.py already counts as no proof.)  The problem
+    # that says so (HUNG_AT_BOOT ...), or "".
+    hung_at_boot: str = ""
 
     def counts(self) -> dict[str, int]:
         counts = {s: 0 for s in CASE_STATUSES}
@@ -72,7 +73,7 @@ class CellResult:
                           for t in self.tests],
                 "artifacts": str(self.artifacts) if self.artifacts else None,
                 **({"boots": self.boots} if self.boots > 1 else {}),
-                **({"hung_at_boot": True} if self.hung_at_boot else {}),
+                **({"hung_at_boot": self.hung_at_boot} if self.hung_at_boot else {}),
                 **({"timing": self.timing.to_json()} if self.timing else {})}
 
 
@@ -288,7 +289,8 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
                       tuple(merged), artifacts, all(sv.run.ended for sv in seen),
                       tuple(problems), _timing(seen),
                       rerun if len(boots) <= CONTINUATION_BOOTS else (), len(boots),
-                      bool(outcomes) and outcomes[0].not_ready)
+                      next((p for p in problems if p.startswith(HUNG_AT_BOOT)), "")
+                      if outcomes and outcomes[0].not_ready else "")
 
 
 def _tests(sv: _Seen, expected: tuple[Case, ...],

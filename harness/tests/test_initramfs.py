@@ -32,3 +32,25 @@ def test_a_tool_added_to_the_guest_packs_the_initramfs_again(
     monkeypatch.setitem(initramfs.TOOLS, "hello", "usr/bin/hello")
     out = initramfs.build_initramfs(repo, build, arch, staged)
     assert b"usr/bin/hello" in out.read_bytes()
+
+
+@pytest.mark.parametrize("change", ["init edited", "selftest removed", "selftest added"])
+def test_a_changed_input_packs_the_initramfs_again(repo: Path, tmp_path: Path,
+                                                   change: str) -> None:
+    arch, build, staged = ARCHS["x86_64"], tmp_path / "build", tmp_path / "selftests"
+    (staged / "ima_appraise").mkdir(parents=True)
+    (staged / "ima_appraise" / "settings").write_text("timeout=300\n")
+    (staged / "ima_appraise" / "old_test").write_text("#!/bin/sh\n")
+    packed = initramfs.build_initramfs(repo, build, arch, staged).read_bytes()
+    if change == "init edited":
+        with open(repo / "initramfs" / "init", "a") as f:
+            f.write("# edited\n")
+    elif change == "selftest removed":
+        (staged / "ima_appraise" / "old_test").unlink()
+    else:
+        (staged / "ima_appraise" / "new_test").write_text("#!/bin/sh\n")
+    again = initramfs.build_initramfs(repo, build, arch, staged).read_bytes()
+    assert again != packed
+    assert (b"# edited" in again) == (change == "init edited")
+    assert (b"old_test" in again) == (change != "selftest removed")
+    assert (b"new_test" in again) == (change == "selftest added")

@@ -400,7 +400,11 @@ def test_a_guest_hung_at_boot_times_out_and_says_where_it_stopped() -> None:
     r = results.evaluate(CELL, out, EXPECTED, "tcg")
     assert r.status == "timeout"
     # Kept in results.json, and read back by a merge of shards.
-    assert r.hung_at_boot and merge.cell_result(r.to_json(), None).hung_at_boot
+    assert r.hung_at_boot == r.problems[0]
+    assert merge.cell_result(r.to_json(), None).hung_at_boot == r.hung_at_boot
+    # A results.json from before the message was kept says true.
+    old = r.to_json() | {"hung_at_boot": True}
+    assert merge.cell_result(old, None).hung_at_boot == results.HUNG_AT_BOOT
     killed = dataclasses.replace(out, not_ready=False)     # at the cell's own timeout
     assert not results.evaluate(CELL, killed, EXPECTED, "tcg").hung_at_boot
     assert "hung_at_boot" not in results.evaluate(CELL, killed, EXPECTED, "tcg").to_json()

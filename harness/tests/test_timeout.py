@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -123,9 +124,13 @@ def _kill(pid: int) -> None:
 def test_a_signal_to_timeout_is_passed_on(ours: str) -> None:
     """runner.sh's caller (the harness's init, a user's ^C) stopping a test:
     the command gets the signal, and timeout ends as the command did."""
+    # The command that says "up" is the one that then waits: with
+    # 'sh -c "echo up; exec sleep 30"' the signal could come between the
+    # echo and the exec, and GNU's timeout then ended 143 in 14 of 40 runs
+    # on a loaded machine.
+    up = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"]
     for timeout in (ours, GNU):
-        proc = subprocess.Popen([timeout, "30", "sh", "-c", "echo up; exec sleep 30"],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([timeout, "30", *up], stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline() == "up\n"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == -signal.SIGTERM, timeout
