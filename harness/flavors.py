@@ -59,7 +59,9 @@ PLAIN = "plain"
 DEBUG = "debug"
 
 FLAVORS: dict[str, Flavor] = {
-    PLAIN: Flavor(PLAIN),
+    # Lockdep in every cell: kconfig.check() fails a build without
+    # PROVE_LOCKING, and each boot must show it (its banner) running.
+    PLAIN: Flavor(PLAIN, coverage=(("lockdep", r"Lock dependency validator"),)),
     DEBUG: Flavor(
         DEBUG,
         # Two: this machine's two cores.  More vCPUs than host threads

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import flavors, kbuild, qemu, results, runner
+from harness import cases, flavors, kbuild, qemu, results, runner
 from harness.archs import ARCHS
 from harness.cases import Case
 from harness.matrix import Cell, load, tier_cells
@@ -33,9 +33,20 @@ def test_a_plain_kernels_log_fails_the_debug_coverage_check() -> None:
     assert DEBUG.missing_coverage(no_kasan) == ["KASAN", "2 CPUs (brought up 1)"]
 
 
-def test_the_plain_flavor_asks_for_nothing() -> None:
+def test_the_plain_flavor_asks_for_lockdep_only() -> None:
     console = (DATA / "real_x86_64_stock_enforce_custom_whole_log.log").read_text()
     assert flavors.FLAVORS[flavors.PLAIN].missing_coverage(console) == []
+    # A kernel built without PROVE_LOCKING and LOCKDEP (common.config
+    # without them, 2026-12-05): its open_test passed, the cell fails.
+    no_lockdep = (DATA / "real_x86_64_no_lockdep_open_test.log").read_text()
+    assert flavors.FLAVORS[flavors.PLAIN].missing_coverage(no_lockdep) == ["lockdep"]
+    cell = Cell("x86_64", "patched", "enforce", "custom")
+    expected = cases.cases_of(REPO / "selftests" / "ima_appraise" / "open_test.c")
+    outcome = BootOutcome(no_lockdep, 0, False, 9.0, ("qemu",))
+    r = results.evaluate(cell, outcome, tuple(expected), "tcg",
+                         missing_coverage=flavors.FLAVORS[flavors.PLAIN].missing_coverage)
+    assert r.status == "fail"
+    assert "the kernel ran without lockdep" in r.reason
 
 
 @pytest.mark.parametrize("arch,extra", [

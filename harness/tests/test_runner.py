@@ -37,6 +37,7 @@ def test_a_cell_with_every_program_selected_runs_them_all() -> None:
 
 CASES = (Case("open_test", "open_file.missing_hash.read"),)
 PASS_CONSOLE = """\
+[    0.092110] Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar
 <<< ima-selftest begin >>>
 TAP version 13
 1..1
