@@ -96,8 +96,8 @@ def load_shard(path: Path) -> Shard:
 
 
 def _hang(value: object) -> str:
-    """results.json's hung_at_boot: the problem that says so; a results.json
-    written before it said more than true holds true."""
+    """results.json's hung_at_boot: the problem that says the first boot
+    hung (results.json files written before 6558f45 hold only true)."""
     if value is True:
         return results.HUNG_AT_BOOT
     return value if isinstance(value, str) else ""
