@@ -6,7 +6,7 @@ set -eu
 packages="linux-source-6.1 linux-source-6.12 gcc make flex bison bc libelf-dev libssl-dev openssl cpio
 e2fsprogs qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu
 libc6-dev-arm64-cross binutils busybox-static attr ima-evm-utils
-python3-pytest python3-yaml xz-utils patch"
+python3-pytest python3-yaml xz-utils lz4 patch"
 # The aarch64 guest userland, unpacked from Debian's arm64 packages
 # (multiarch): these cannot be co-installed with their amd64 versions.
 arm64_debs="busybox-static make libc6"
