@@ -7,10 +7,12 @@ with RCU checking, KASAN, KFENCE) in a workspace of its own, and booted
 with several CPUs under multi-threaded TCG, so that IMA's paths really
 run at the same time.  Data only, like archs.py.
 
-A debug cell proves its own coverage: its kernel log must show each
-detector of `coverage` starting, and every CPU coming up; a kernel that
-booted without one (a config that lost an option, one CPU where two were
-asked for) fails its cell by name rather than passing without it.
+Every cell proves its own coverage: its kernel log must show each
+detector of its flavor's `coverage` starting (lockdep for a plain cell;
+KASAN, KFENCE and RCU's checks for a debug one), and a debug cell every
+CPU coming up; a kernel that booted without one (a config that lost an
+option, one CPU where two were asked for) fails its cell by name rather
+than passing without it.
 """
 from __future__ import annotations
 

@@ -289,8 +289,7 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
                       tuple(merged), artifacts, all(sv.run.ended for sv in seen),
                       tuple(problems), _timing(seen),
                       rerun if len(boots) <= CONTINUATION_BOOTS else (), len(boots),
-                      next((p for p in problems if p.startswith(HUNG_AT_BOOT)), "")
-                      if outcomes and outcomes[0].not_ready else "")
+                      _hung_at_boot(outcomes[0]) if outcomes else "")
 
 
 def _tests(sv: _Seen, expected: tuple[Case, ...],
@@ -426,14 +425,21 @@ def clock_ahead(outcome: BootOutcome) -> str | None:
             + "; its timeouts and time bounds fired early, so no verdict of it stands")
 
 
+def _hung_at_boot(outcome: BootOutcome) -> str:
+    """The problem of a guest killed at its boot_timeout, or ""."""
+    if not outcome.not_ready:
+        return ""
+    return (f"{HUNG_AT_BOOT}: its init did not begin within {outcome.duration_s:.0f}s "
+            f"(last console line: {outcome.last_line})")
+
+
 def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat, ...],
                    tests: list[TestResult], expected: tuple[Case, ...]) -> list[str]:
     """What fails a cell besides its expected cases' own results: these
     fail its test_boot item, so no selection of cases can hide them."""
     problems = []
-    if outcome.not_ready:
-        problems.append(f"{HUNG_AT_BOOT}: its init did not begin within "
-                        f"{outcome.duration_s:.0f}s (last console line: {outcome.last_line})")
+    if hang := _hung_at_boot(outcome):
+        problems.append(hang)
     elif outcome.timed_out:
         problems.append(f"guest did not finish within {outcome.duration_s:.0f}s")
     problems += [s.title for s in found if s.kind == "panic"]

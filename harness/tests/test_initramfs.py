@@ -54,3 +54,34 @@ def test_a_changed_input_packs_the_initramfs_again(repo: Path, tmp_path: Path,
     assert (b"# edited" in again) == (change == "init edited")
     assert (b"old_test" in again) == (change != "selftest removed")
     assert (b"new_test" in again) == (change == "selftest added")
+
+
+def test_a_change_in_how_it_packs_packs_it_again(repo: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit of harness/initramfs.py is an input, and so is the stamp of
+    an older harness (one that listed its own inputs): both pack again."""
+    arch, build, staged = ARCHS["x86_64"], tmp_path / "build", tmp_path / "selftests"
+    (staged / "ima_appraise").mkdir(parents=True)
+    (staged / "ima_appraise" / "settings").write_text("timeout=300\n")
+    packer = tmp_path / "initramfs.py"
+    packer.write_text(Path(initramfs.__file__).read_text())
+    monkeypatch.setattr(initramfs, "__file__", str(packer))
+    packs = []
+    write = initramfs.Archive.write
+    monkeypatch.setattr(initramfs.Archive, "write",
+                        lambda self, out: (packs.append(out), write(self, out)))
+    out = initramfs.build_initramfs(repo, build, arch, staged)
+    initramfs.build_initramfs(repo, build, arch, staged)
+    assert len(packs) == 1
+
+    with open(packer, "a") as f:
+        f.write("# packs differently\n")
+    initramfs.build_initramfs(repo, build, arch, staged)
+    assert len(packs) == 2
+
+    stamp = out.with_name(f".{out.name}.inputs")
+    stamp.write_text('{"host": [], "fingerprint": "%s"}' % initramfs._fingerprint([]))
+    initramfs.build_initramfs(repo, build, arch, staged)
+    assert len(packs) == 3
+    initramfs.build_initramfs(repo, build, arch, staged)
+    assert len(packs) == 3

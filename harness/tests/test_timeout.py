@@ -124,16 +124,27 @@ def _kill(pid: int) -> None:
 def test_a_signal_to_timeout_is_passed_on(ours: str) -> None:
     """runner.sh's caller (the harness's init, a user's ^C) stopping a test:
     the command gets the signal, and timeout ends as the command did."""
-    # The command that says "up" is the one that then waits: with
-    # 'sh -c "echo up; exec sleep 30"' the signal could come between the
-    # echo and the exec, and GNU's timeout then ended 143 in 14 of 40 runs
-    # on a loaded machine.
+    # The signal is sent once timeout waits for its command.  The command's
+    # "up" alone is too early: GNU's timeout (coreutils 9.1) that got it
+    # before its fork() had returned in the parent did not yet know the
+    # command's pid and ended 143 itself, in 14 of 40 runs on a loaded
+    # machine.
     up = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"]
     for timeout in (ours, GNU):
         proc = subprocess.Popen([timeout, "30", *up], stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline() == "up\n"
+        _wait_until_sleeping(proc.pid)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == -signal.SIGTERM, timeout
+
+
+def _wait_until_sleeping(pid: int) -> None:
+    """Until pid sleeps: a timeout whose command already runs sleeps only
+    in its wait for that command (sigsuspend() or waitpid())."""
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "S":
+        assert time.monotonic() < deadline, f"timeout {pid} never waited for its command"
+        time.sleep(0.001)
 
 
 def _ignore_sigchld() -> None:
