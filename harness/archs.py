@@ -16,6 +16,7 @@ class Arch:
     image: str              # kernel image, relative to the build directory
     image_target: str       # make target producing it
     debian_arch: str        # dpkg architecture of the guest userland
+    multiarch: str          # its libraries' directory: /lib/<multiarch>/
     qemu: str               # emulator binary
     machine: str
     cpu: str
@@ -35,6 +36,7 @@ ARCHS: dict[str, Arch] = {
         image="arch/x86/boot/bzImage",
         image_target="bzImage",
         debian_arch="amd64",
+        multiarch="x86_64-linux-gnu",
         qemu="qemu-system-x86_64",
         # The kernels have no ACPI: 'reboot -f' plus -no-reboot is what makes
         # QEMU exit (a poweroff would leave it running until the timeout).
@@ -52,6 +54,7 @@ ARCHS: dict[str, Arch] = {
         image="arch/arm64/boot/Image",
         image_target="Image",
         debian_arch="arm64",
+        multiarch="aarch64-linux-gnu",
         qemu="qemu-system-aarch64",
         machine="virt",
         # 'max' gives TCG every feature the 6.1 kernel may probe for.

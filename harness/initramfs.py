@@ -119,13 +119,15 @@ def _elf_deps(binary: Path) -> tuple[list[str], str | None]:
     return needed, interp.group(1) if interp else None
 
 
-def _find_lib(root: Path, name: str) -> Path:
+def _find_lib(root: Path, name: str, arch: Arch) -> Path:
+    """The guest arch's library: in its multiarch directory, or a plain
+    one; never another arch's (a host with i386's libc has two)."""
     for d in ("lib", "usr/lib", "lib64"):
-        for sub in root.joinpath(d).glob(f"*/{name}"):
-            return sub
-        if (root / d / name).exists():
-            return root / d / name
-    raise DependencyError(f"shared library {name} not found under {root}: run 'make deps'")
+        for path in (root / d / arch.multiarch / name, root / d / name):
+            if path.exists():
+                return path
+    raise DependencyError(f"shared library {name} for {arch.name} not found under {root}: "
+                          "run 'make deps'")
 
 
 @dataclass
@@ -284,7 +286,7 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     a.file("usr/bin/make", make.read_bytes(), 0o755, BINARY_MTIME)
     needed, interp = _elf_deps(make)
     for lib in needed:
-        path = _find_lib(root, lib)
+        path = _find_lib(root, lib, arch)
         a.sources.append(path.resolve())
         a.file(str(path.relative_to(root)), path.resolve().read_bytes(), 0o755, BINARY_MTIME)
         for d in ("lib", "usr/lib"):  # ld.so's default search path

@@ -85,3 +85,20 @@ def test_a_change_in_how_it_packs_packs_it_again(repo: Path, tmp_path: Path,
     assert len(packs) == 3
     initramfs.build_initramfs(repo, build, arch, staged)
     assert len(packs) == 3
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_make_gets_the_guest_arch_libraries_only(tmp_path: Path, arch: str) -> None:
+    """A root with another arch's libc beside the guest's (i386 multiarch
+    on an amd64 host): the guest's is packed, whatever the listing order."""
+    a = ARCHS[arch]
+    # Decoys: a search by directory listing order finds the guest's first
+    # only once in 21 times.
+    decoys = [f"arch{n}-linux-gnu" for n in range(19)] + ["i386-linux-gnu"]
+    for triplet in (*decoys, a.multiarch):
+        (tmp_path / "lib" / triplet).mkdir(parents=True)
+        (tmp_path / "lib" / triplet / "libc.so.6").write_text(triplet)
+    assert initramfs._find_lib(tmp_path, "libc.so.6", a) == \
+        tmp_path / "lib" / a.multiarch / "libc.so.6"
+    with pytest.raises(initramfs.DependencyError, match="libz.so.1 for " + arch):
+        initramfs._find_lib(tmp_path, "libz.so.1", a)
