@@ -98,12 +98,17 @@ def test_the_timeout_signals_the_whole_group_unless_foreground(
         assert alive == foreground, f"{timeout}: sleep {pid} alive={alive}"
 
 
+def _state(pid: int) -> str:
+    """The process's state letter (R, S, Z, ...) from /proc/<pid>/stat."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
 def _running(pid: int) -> bool:
     # The sleep was the script's child: once it is dead its parent (sh,
     # gone too) left it to be reaped by init; a zombie is not running.
     for _ in range(1000):
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            state = _state(pid)
         except FileNotFoundError:
             return False
         if state == "Z":
@@ -142,7 +147,7 @@ def _wait_until_sleeping(pid: int) -> None:
     """Until pid sleeps: a timeout whose command already runs sleeps only
     in its wait for that command (sigsuspend() or waitpid())."""
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "S":
+    while _state(pid) != "S":
         assert time.monotonic() < deadline, f"timeout {pid} never waited for its command"
         time.sleep(0.001)
 
