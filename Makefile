@@ -6,6 +6,8 @@
 #   make run VARIANTS=patched HASHES=sha256        narrow any axis (comma lists)
 #   make run KERNEL_TREE=~/src/linux               your own kernel tree, as variant "local"
 #   make run EXTRA_PATCHES="a.patch b.patch"       patched + these patches, as variant "extra"
+#   make run K=aarch64-patched-enforce PROFILE=200 where each guest's CPU time goes:
+#                                                  <cell>/profile.txt (kernel functions)
 #   make mutants                                   every known-bad patch must be caught
 #   make bisect KERNEL_TREE=~/linux GOOD=v6.1.100 BAD=HEAD SPLAT=lockdep-circular
 #                                                  git bisect run a splat (or TEST=) in your tree
@@ -32,6 +34,7 @@ matrix_args = $(if $(K),-k '$(K)') $(axis_args) \
 	$(if $(VARIANTS),--variants=$(VARIANTS)) $(if $(JOBS),--jobs=$(JOBS)) \
 	$(if $(MAKE_JOBS),--make-jobs=$(MAKE_JOBS)) $(if $(TIER),--tier=$(TIER)) \
 	$(if $(ACCEL),--accel=$(ACCEL)) $(if $(KERNEL_TREE),--kernel-tree=$(KERNEL_TREE)) \
+	$(if $(PROFILE),--profile=$(PROFILE)) \
 	$(if $(EXTRA_PATCHES),--extra-patches='$(EXTRA_PATCHES)') --build-dir=$(BUILD)
 
 .PHONY: help deps run unit check bisect-check bisect mutants regressions selftests bench \
@@ -69,6 +72,8 @@ help:
 	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= HASHES= SETATTR= VARIANTS='
 	@echo '           (comma lists) JOBS=<guests at once> MAKE_JOBS=<make -j> TIER=full|covering|check'
 	@echo '           ACCEL=auto|tcg|kvm V=1 BUILD=<dir>'
+	@echo '           PROFILE=<Hz>: sample each guest'"'"'s vCPUs through QEMU'"'"'s gdbstub into'
+	@echo '           <cell>/profile.txt (user space, kernel by source directory and function)'
 	@echo '           KERNEL_TREE=<your kernel source tree>: boot it as variant "local"'
 	@echo '           EXTRA_PATCHES="a.patch b.patch": boot patched + these as variant "extra"'
 	@echo '           GOOD= BAD= SPLAT= TEST=: what make bisect bisects, and for what'

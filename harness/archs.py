@@ -21,6 +21,9 @@ class Arch:
     machine: str
     cpu: str
     console: str            # console= device in the guest
+    # The program counter's register number in QEMU's gdbstub 'g' reply
+    # (64-bit registers in GDB's order; harness/profile.py).
+    gdb_pc_index: int = 0
     boot_args: str = ""     # more kernel command line, for every boot of this arch
 
     @property
@@ -43,6 +46,7 @@ ARCHS: dict[str, Arch] = {
         machine="pc",
         cpu="max",
         console="ttyS0",
+        gdb_pc_index=16,        # rax..r15, then rip
         # Under TCG the local APIC timer fails the kernel's verification and
         # is disabled anyway, after two 100 ms calibration loops.
         boot_args="noapictimer",
@@ -60,5 +64,6 @@ ARCHS: dict[str, Arch] = {
         # 'max' gives TCG every feature the 6.1 kernel may probe for.
         cpu="max",
         console="ttyAMA0",
+        gdb_pc_index=32,        # x0..x30, sp, then pc
     ),
 }

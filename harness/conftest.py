@@ -6,6 +6,7 @@ and only the cells that still have an item are built and booted.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import traceback
 from pathlib import Path
@@ -46,9 +47,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="make -j for kernels and selftests (default: CPUs)")
     g.addoption("--accel", default=os.environ.get("ACCEL", "auto"),
                 choices=("auto", "tcg", "kvm"), help="QEMU accelerator (default: auto)")
+    g.addoption("--profile", type=_hz, default=0, metavar="HZ",
+                help="sample each guest's vCPUs HZ times a second through QEMU's gdbstub "
+                     "into its cell's profile.txt (harness/profile.py; e.g. 200)")
     g.addoption("--build-dir", default=str(REPO / "build"), help="build output directory")
     g.addoption("--kernel-tree", default=os.environ.get("KERNEL_TREE") or None,
                 help="a kernel source tree of your own: boots it as variant 'local'")
+
+
+def _hz(text: str) -> int:
+    """--profile's rate: a whole number of samples a second, 1 to 1000."""
+    try:
+        hz = int(text)
+    except ValueError:
+        hz = 0
+    if not 1 <= hz <= 1000:
+        raise argparse.ArgumentTypeError(
+            f"PROFILE={text}: a rate in samples a second, 1 to 1000 (e.g. PROFILE=200)")
+    return hz
 
 
 def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
@@ -150,7 +166,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
             _matrix(config), cells, _expected(config), REPO,
             Path(config.getoption("build_dir")).resolve(), jobs=config.getoption("jobs"),
             make_jobs=config.getoption("make_jobs"), accel=config.getoption("accel"), log=log,
-            programs=config.stash.get(_PROGRAMS, {}))
+            programs=config.stash.get(_PROGRAMS, {}), profile_hz=config.getoption("profile"))
     except HarnessError as e:
         log(f"ERROR: {e}")
         config.stash[_ERROR] = str(e)

@@ -43,6 +43,8 @@ class BootRequest:
     # that hangs at boot costs its cell minutes, not the whole timeout.
     ready: Callable[[str], bool] | None = None
     ready_timeout_s: int = 0
+    # A unix socket for QEMU's gdbstub (harness/profile.py samples through it).
+    gdb_socket: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ def command(req: BootRequest) -> list[str]:
            "-no-reboot",
            "-kernel", str(req.kernel), "-initrd", str(req.initrd),
            "-append", kernel_cmdline(req)]
+    if req.gdb_socket:
+        cmd += ["-gdb", f"unix:{req.gdb_socket},server=on,wait=off"]
     if req.disk:
         cmd += ["-drive", f"file={req.disk},format=raw,if=none,id=scratch",
                 "-device", "virtio-blk-pci,drive=scratch"]

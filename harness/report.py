@@ -30,7 +30,7 @@ _SQUARE_ORDER = (Status.FAIL, Status.XPASS, Status.XFAIL, Status.PASS, Status.SK
 _SHORT = {Status.FAIL: "f", Status.XPASS: "xp", Status.XFAIL: "xf", Status.SKIP: "sk"}
 # A cell's artifacts, and how its row labels their links.
 ARTIFACTS = {"console.log": "console", "qemu-cmdline.sh": "qemu", "kernel.config": "config",
-             "patches.txt": "patches"}
+             "patches.txt": "patches", "profile.txt": "profile"}
 _REASON_MAX = 300
 # The consoles a cell's splats can be in: its first boot's and those of its
 # continuation boots (runner._boot_once()).  Any other name in results.json

@@ -14,11 +14,14 @@ Parsing happens in results.py, not here."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
 import os
 import shutil
+import subprocess
+import tempfile
 import threading
 import time
 import uuid as uuidlib
@@ -28,8 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import flavors, initramfs, kbuild, keys, ktap, ktree, qemu, report, results, splats
-from . import timing
+from . import flavors, initramfs, kbuild, keys, ktap, ktree, profile, qemu, report, results
+from . import splats, timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
@@ -150,11 +153,12 @@ def new_run_dir(build: Path) -> tuple[str, Path]:
 def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
         build: Path, *, jobs: int | None = None, make_jobs: int | None = None,
         accel: str = "auto", log: Log = print,
-        programs: dict[str, tuple[str, ...]] | None = None) -> RunResult:
+        programs: dict[str, tuple[str, ...]] | None = None, profile_hz: int = 0) -> RunResult:
     """build, boot, report.  An exception or a KeyboardInterrupt still
     writes the reports of the cells that finished, then propagates.
     programs: per cell id, the only test programs to run in it (default:
-    all), e.g. what 'pytest -k' left of it."""
+    all), e.g. what 'pytest -k' left of it.  profile_hz: sample each
+    guest's vCPUs this often into its cell's profile.txt (harness/profile.py)."""
     def stages(rr: RunResult) -> None:
         art = build_stage(matrix, cells, repo, build, make_jobs or _cpus(), rr.timings, log)
         rr.builds = art.builds
@@ -164,7 +168,7 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
         with _Timer(rr.timings, "boot"):
             boot_stage(matrix, cells, art, expected, rr.run_dir, build, jobs or _cpus(),
                        accel, expected_s, rr.timings, log, rr.cells, rr.accels,
-                       programs or {})
+                       programs or {}, profile_hz)
     return _reported(build, cells, log, stages)
 
 
@@ -530,7 +534,8 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
                run_dir: Path, build: Path, jobs: int, accel: str,
                expected_s: dict[str, float], timings: dict[str, float], log: Log,
                done: list[CellResult], accels: dict[str, qemu.AccelChoice],
-               programs: dict[str, tuple[str, ...]] | None = None) -> list[CellResult]:
+               programs: dict[str, tuple[str, ...]] | None = None,
+               profile_hz: int = 0) -> list[CellResult]:
     """Boots cells, jobs at a time, longest expected first, appending each
     verdict to done (and writing it to <run_dir>/<cell>/result.json) as
     soon as it is known.  One cell's trouble, expected (a HarnessError)
@@ -570,7 +575,7 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
         try:
             return _boot_cell(matrix, cell, art.kernels[key], art.initrds[cell.arch],
                               accels[cell.arch].accel, expected, run_dir, build,
-                              (programs or {}).get(cell.id, ()))
+                              (programs or {}).get(cell.id, ()), profile_hz)
         except Exception as e:   # noqa: BLE001 - the cell is an error, the run goes on
             return results.error_cell(cell, f"{type(e).__name__}: {e}")
         except BaseException:
@@ -654,7 +659,7 @@ def program_times(cells: list[CellResult]) -> str:
 
 def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, accel: str,
                expected: tuple[Case, ...], run_dir: Path, build: Path,
-               programs: tuple[str, ...] = ()) -> CellResult:
+               programs: tuple[str, ...] = (), profile_hz: int = 0) -> CellResult:
     """Boots the cell, then again (continuation boots, at most
     results.CONTINUATION_BOOTS) with only the programs that ran after
     lockdep went off or the kernel panicked, until each ran with lockdep
@@ -677,13 +682,13 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
         expected = tuple(c for c in expected if c.suite in programs)
     every = tuple(dict.fromkeys(c.suite for c in expected))
     boots = [_boot_once(matrix, cell, kernel, initrd, accel, out, build, every, 1,
-                        select=bool(programs))]
+                        select=bool(programs), profile_hz=profile_hz)]
     flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
     result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
                                     flavor.missing_coverage)
     while result.rerun:
         boots.append(_boot_once(matrix, cell, kernel, initrd, accel, out, build, result.rerun,
-                                len(boots) + 1, select=True))
+                                len(boots) + 1, select=True, profile_hz=profile_hz))
         result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
                                         flavor.missing_coverage)
     splats.save(out, result.splats, kernel.symbols)
@@ -692,8 +697,9 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
 
 def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, accel: str,
                out: Path, build: Path, programs: tuple[str, ...], n: int,
-               select: bool) -> results.Boot:
-    """Boot n of the cell, running programs (all of them unless select)."""
+               select: bool, profile_hz: int = 0) -> results.Boot:
+    """Boot n of the cell, running programs (all of them unless select);
+    profiled into profile[-n].txt at profile_hz if that is not 0."""
     disk = build / "scratch" / f"{cell.id}.img"
     # A UUID derived from the cell id: the same cell gets the same fsuuid=
     # rules run after run, which keeps logs comparable.
@@ -714,15 +720,47 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     (out / f"qemu-cmdline{suffix}.sh").write_text(
         "#!/bin/sh\n# Boots this cell again by hand.\n" + qemu.shell_quoted(qemu.command(req)) + "\n")
     console = f"console{suffix}.log"
-    outcome = qemu.boot(req, out / console)
+
+    def booted() -> qemu.BootOutcome:
+        if not profile_hz:
+            return qemu.boot(req, out / console)
+        return _boot_profiled(req, out / console, profile_hz, kernel,
+                              f"{cell.id}{f' (boot {n})' if n > 1 else ''}",
+                              out / f"profile{suffix}.txt")
+
+    outcome = booted()
     if results.clock_ahead(outcome):
         # A guest clock broken by the host's load at its calibration
         # (results.clock_ahead): boot once more on a fresh disk, keeping
         # the first console; a second broken clock fails the cell.
         (out / console).replace(out / f"console{suffix}-clock.log")
         qemu.make_scratch_disk(disk, fsuuid)
-        outcome = qemu.boot(req, out / console)
+        outcome = booted()
     return results.Boot(outcome, programs, console)
+
+
+def _boot_profiled(req: qemu.BootRequest, console: Path, hz: int, kernel: BuiltKernel,
+                   title: str, path: Path) -> qemu.BootOutcome:
+    """qemu.boot() with a gdbstub socket that a profile.Sampler samples
+    through; the profile goes to path.  A profile that cannot be taken or
+    written says why in its file and never changes the cell's verdict."""
+    # A unix socket's path has a length limit (108 bytes) that a build
+    # directory's may exceed: the socket lives in a directory of its own.
+    with tempfile.TemporaryDirectory(prefix="ima-gdb-") as tmp:
+        req = dataclasses.replace(req, gdb_socket=Path(tmp) / "gdb.sock")
+        sampler = profile.Sampler(req.gdb_socket, req.arch, hz)
+        sampler.start()
+        try:
+            outcome = qemu.boot(req, console)
+        finally:
+            sampler.stop()
+    sym = kernel.symbols
+    try:
+        profile.write(path, title, sampler, sym.vmlinux if sym else None,
+                      (sym.basepath or str(sym.tree)) if sym else "", req.arch)
+    except (HarnessError, OSError, subprocess.SubprocessError) as e:
+        path.write_text(f"no profile of {title}: {e}\n")
+    return outcome
 
 
 # ---- report -----------------------------------------------------------------

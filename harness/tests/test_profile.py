@@ -1,0 +1,188 @@
+"""harness/profile.py: the sampler against real QEMU gdbstubs, and the
+report from a real vmlinux's nm and addr2line lines."""
+from __future__ import annotations
+
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness import matrix, profile, qemu, runner
+from harness.archs import ARCHS
+from harness.runner import BuiltKernel
+
+# `nm -n` of the x86_64 patched 6.1.192 vmlinux (2026-12-05), around the
+# functions a profiled x86_64 cell spent most samples in.
+NM = """\
+ffffffff81000000 T _stext
+ffffffff8105c3f3 T debug_check_no_locks_freed
+ffffffff8105c4fb T debug_check_no_locks_held
+ffffffff8105c57d t __lock_acquire
+ffffffff8105d6af t reacquire_held_locks
+ffffffff8105d808 T lock_release
+ffffffff8105d99b t rcu_read_unlock
+ffffffff811f7819 T blake2s_compress_generic
+ffffffff811f88ad T sha1_transform
+ffffffff811f8adc T sha1_init
+ffffffff81e1e000 D init_task
+"""
+TREE = "/work/b/src/linux-workspace"
+
+
+def _sampled(tmp_path: Path, arch: str, cpus: int, end: str) -> profile.Sampler:
+    """A real QEMU of the arch with no kernel, sampled at 100 Hz for 0.6 s;
+    then QEMU quits from its monitor or is terminated.  x86_64 runs a
+    firmware of one instruction: 'jmp .' (eb fe) at the reset vector,
+    0xfff0.  An aarch64 CPU with nothing at address 0 takes its
+    undefined-instruction exception at vector 0x200 again and again."""
+    a = ARCHS[arch]
+    sock = tmp_path / "gdb.sock"
+    req = qemu.BootRequest(a, tmp_path / "none", tmp_path / "none", None, "", "tcg", 64, 5,
+                           cpus=cpus, gdb_socket=sock)
+    cmd = [c for c in qemu.command(req) if c not in ("-serial", "stdio")]
+    cut = cmd.index("-kernel")      # no kernel, no initrd, no -append
+    cmd = cmd[:cut] + cmd[cut + 6:] + ["-monitor", "stdio"]
+    if arch == "x86_64":
+        bios = bytearray(b"\xf4" * 0x10000)     # hlt
+        bios[0xfff0:0xfff2] = b"\xeb\xfe"
+        (tmp_path / "bios.bin").write_bytes(bytes(bios))
+        cmd += ["-bios", str(tmp_path / "bios.bin")]
+    assert "-gdb" in cmd and f"unix:{sock},server=on,wait=off" in cmd
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    sampler = profile.Sampler(sock, a, 100)
+    sampler.start()
+    try:
+        time.sleep(0.6)
+        assert sampler.is_alive()
+        if end == "quit":
+            proc.communicate(b"quit\n", timeout=20)
+        else:
+            proc.terminate()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    sampler.join(timeout=10)
+    assert not sampler.is_alive(), "the sampler outlived QEMU"
+    return sampler
+
+
+@pytest.mark.parametrize("cpus,end", [(1, "quit"), (2, "terminate")])
+def test_every_x86_64_vcpu_is_sampled_at_its_instruction_pointer(tmp_path, cpus, end) -> None:
+    s = _sampled(tmp_path, "x86_64", cpus, end)
+    assert s.error == "" and s.vcpus == cpus
+    assert s.samples >= 10, "fewer than 10 stops in 0.6 s at 100 Hz"
+    assert sum(s.pcs.values()) == s.samples * cpus
+    # Both at the reset vector: the first spins there, the second waits
+    # for its start-up IPI.
+    assert s.pcs == {0xfff0: s.samples * cpus}, sorted(map(hex, s.pcs))
+
+
+@pytest.mark.parametrize("cpus,end", [(1, "terminate"), (2, "quit")])
+def test_every_aarch64_vcpu_is_sampled_at_its_pc(tmp_path, cpus, end) -> None:
+    s = _sampled(tmp_path, "aarch64", cpus, end)
+    assert s.error == "" and s.vcpus == cpus
+    assert s.samples >= 10
+    # The first CPU loops at its exception vector; the second (PSCI: off)
+    # never started, and sits at 0.
+    assert s.pcs[0x200] == s.samples
+    assert set(s.pcs) <= {0x200, 0}
+
+
+def test_a_socket_qemu_never_opens_ends_the_sampler_without_samples(tmp_path) -> None:
+    s = profile.Sampler(tmp_path / "gdb.sock", ARCHS["x86_64"], 100)
+    s.start()
+    time.sleep(0.2)
+    s.stop()
+    assert not s.is_alive() and s.samples == 0 and s.error == ""
+
+
+def test_pcs_name_their_function_and_user_space_is_apart() -> None:
+    syms = profile.parse_nm(NM)
+    assert "init_task" not in syms.names    # data, not code
+    assert syms.function(0xffffffff8105c57d) == "__lock_acquire"
+    assert syms.function(0xffffffff8105d6ae) == "__lock_acquire"
+    assert syms.function(0xffffffff811f88ad + 0x40) == "sha1_transform"
+    assert syms.function(0x1000) == "?"
+    for kernel in (0xffffffff8105c57d, 0xffff800008010000):    # x86_64, arm64
+        assert not profile.is_user(kernel)
+    for user in (0x401000, 0x7ffd12345678, 0xffff8c9a0000):     # ... and aarch64's user
+        assert profile.is_user(user)
+
+
+def test_the_report_splits_user_kernel_directories_and_functions() -> None:
+    syms = profile.parse_nm(NM)
+    files = {"__lock_acquire": "kernel/locking/lockdep.c",
+             "lock_release": "kernel/locking/lockdep.c",
+             "sha1_transform": "lib/crypto/sha1.c"}
+    pcs = Counter({0xffffffff8105c600: 30, 0xffffffff8105d900: 10,
+                   0xffffffff811f88b0: 20, 0x401000: 40})
+    text = profile.report("x86_64-patched-enforce-custom-sha1-keep", pcs, syms, files,
+                          samples=100, vcpus=1, hz=200)
+    lines = text.splitlines()
+    assert lines[0].startswith("Guest profile of x86_64-patched-enforce-custom-sha1-keep: "
+                               "100 stops at 200 Hz, 1 vCPU(s), 100 samples")
+    assert any(line.split() == ["user", "space", "40", "40.0"] for line in lines)
+    assert any(line.split() == ["kernel", "60", "60.0"] for line in lines)
+    dirs = lines[lines.index("kernel, by source directory:") + 1:][:2]
+    assert [d.split() for d in dirs] == [["kernel/locking", "40", "40.0"],
+                                         ["lib/crypto", "20", "20.0"]]
+    funcs = text.split("most samples):\n")[1].splitlines()
+    assert [f.split() for f in funcs] == [
+        ["__lock_acquire", "30", "30.0", "kernel/locking/lockdep.c"],
+        ["sha1_transform", "20", "20.0", "lib/crypto/sha1.c"],
+        ["lock_release", "10", "10.0", "kernel/locking/lockdep.c"]]
+
+
+def test_source_files_are_relative_to_the_tree(monkeypatch) -> None:
+    syms = profile.parse_nm(NM)
+    asked = []
+
+    def addr2line(cmd, input, capture_output, text):
+        asked.append((cmd[0], input))
+        # What addr2line printed for these addresses of the real vmlinux.
+        out = (f"{TREE}/kernel/locking/lockdep.c:5024\n"
+               f"{TREE}/lib/crypto/sha1.c:42\n")
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+    monkeypatch.setattr(profile.subprocess, "run", addr2line)
+    files = profile.source_files(Path("vmlinux"), ARCHS["aarch64"], syms,
+                                 ["__lock_acquire", "sha1_transform", "not_a_symbol"], TREE)
+    assert files == {"__lock_acquire": "kernel/locking/lockdep.c",
+                     "sha1_transform": "lib/crypto/sha1.c"}
+    assert asked == [("aarch64-linux-gnu-addr2line", "ffffffff8105c57d\nffffffff811f88ad\n")]
+
+
+def test_a_profiled_boot_keeps_its_command_line_runnable_and_its_verdict(
+        tmp_path, monkeypatch) -> None:
+    """The by-hand qemu-cmdline.sh has no -gdb (its socket's directory is
+    gone); the gdbstub socket's path is short; a guest the sampler never
+    reached still gets a profile.txt that says so, and the cell its verdict."""
+    repo = Path(__file__).parents[2]
+    m = matrix.load(repo / "matrix.yaml", archs="x86_64", variants="patched", modes="enforce",
+                    policies="custom", hashes="sha1", setattr="remove")
+    (cell,) = m.cells
+    sockets = []
+
+    def boot(req: qemu.BootRequest, console_log: Path) -> qemu.BootOutcome:
+        sockets.append(req.gdb_socket)
+        assert "-gdb" in qemu.command(req)
+        console_log.write_text("no output\n")
+        return qemu.BootOutcome("no output\n", 0, False, 1.0, ())
+
+    monkeypatch.setattr(qemu, "boot", boot)
+    monkeypatch.setattr(qemu, "make_scratch_disk", lambda path, uuid: None)
+    kernel = BuiltKernel(tmp_path / "bzImage", tmp_path / "config", "variant patched\n")
+    (tmp_path / cell.id).mkdir()
+    b = runner._boot_once(m, cell, kernel, tmp_path / "initrd", "tcg", tmp_path / cell.id,
+                          tmp_path, ("open_test",), 1, select=False, profile_hz=200)
+    assert b.outcome.console == "no output\n"
+    (sock,) = sockets
+    assert len(str(sock)) < 100 and not sock.parent.exists()
+    assert "-gdb" not in (tmp_path / cell.id / "qemu-cmdline.sh").read_text()
+    text = (tmp_path / cell.id / "profile.txt").read_text()
+    assert text.startswith(f"Guest profile of {cell.id}: 0 stops at 200 Hz")
+    assert "no vmlinux to name functions" in text
