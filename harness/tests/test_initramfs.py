@@ -19,11 +19,17 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path / "repo"
 
 
+@pytest.fixture
+def staged(tmp_path: Path) -> Path:
+    """A staged selftests tree: ima_appraise/ with its settings only."""
+    (tmp_path / "selftests" / "ima_appraise").mkdir(parents=True)
+    (tmp_path / "selftests" / "ima_appraise" / "settings").write_text("timeout=300\n")
+    return tmp_path / "selftests"
+
+
 def test_a_tool_added_to_the_guest_packs_the_initramfs_again(
-        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    arch, build, staged = ARCHS["x86_64"], tmp_path / "build", tmp_path / "selftests"
-    (staged / "ima_appraise").mkdir(parents=True)
-    (staged / "ima_appraise" / "settings").write_text("timeout=300\n")
+        repo: Path, staged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    arch, build = ARCHS["x86_64"], tmp_path / "build"
     out = initramfs.build_initramfs(repo, build, arch, staged)
     packed = out.stat().st_mtime_ns
     assert initramfs.build_initramfs(repo, build, arch, staged).stat().st_mtime_ns == packed
@@ -35,11 +41,9 @@ def test_a_tool_added_to_the_guest_packs_the_initramfs_again(
 
 
 @pytest.mark.parametrize("change", ["init edited", "selftest removed", "selftest added"])
-def test_a_changed_input_packs_the_initramfs_again(repo: Path, tmp_path: Path,
+def test_a_changed_input_packs_the_initramfs_again(repo: Path, staged: Path, tmp_path: Path,
                                                    change: str) -> None:
-    arch, build, staged = ARCHS["x86_64"], tmp_path / "build", tmp_path / "selftests"
-    (staged / "ima_appraise").mkdir(parents=True)
-    (staged / "ima_appraise" / "settings").write_text("timeout=300\n")
+    arch, build = ARCHS["x86_64"], tmp_path / "build"
     (staged / "ima_appraise" / "old_test").write_text("#!/bin/sh\n")
     packed = initramfs.build_initramfs(repo, build, arch, staged).read_bytes()
     if change == "init edited":
@@ -56,13 +60,11 @@ def test_a_changed_input_packs_the_initramfs_again(repo: Path, tmp_path: Path,
     assert (b"new_test" in again) == (change == "selftest added")
 
 
-def test_a_change_in_how_it_packs_packs_it_again(repo: Path, tmp_path: Path,
+def test_a_change_in_how_it_packs_packs_it_again(repo: Path, staged: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """An edit of harness/initramfs.py is an input, and so is the stamp of
     an older harness (one that listed its own inputs): both pack again."""
-    arch, build, staged = ARCHS["x86_64"], tmp_path / "build", tmp_path / "selftests"
-    (staged / "ima_appraise").mkdir(parents=True)
-    (staged / "ima_appraise" / "settings").write_text("timeout=300\n")
+    arch, build = ARCHS["x86_64"], tmp_path / "build"
     packer = tmp_path / "initramfs.py"
     packer.write_text(Path(initramfs.__file__).read_text())
     monkeypatch.setattr(initramfs, "__file__", str(packer))
