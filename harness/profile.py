@@ -18,6 +18,7 @@ are the resolution, not the single samples.
 from __future__ import annotations
 
 import bisect
+import json
 import socket
 import subprocess
 import threading
@@ -245,47 +246,90 @@ def directory(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else path
 
 
-def report(title: str, pcs: Counter[int], syms: KernelSymbols, files: dict[str, str],
-           samples: int, vcpus: int, hz: int, top: int = TOP_FUNCTIONS) -> str:
-    """profile.txt: user against kernel, the kernel by source directory and
-    by function, each with its samples and share of all."""
-    total = sum(pcs.values())
-    funcs: Counter[str] = Counter()
-    user = 0
-    for pc, n in pcs.items():
-        if is_user(pc):
-            user += n
-        else:
-            funcs[syms.function(pc)] += n
-    dirs: Counter[str] = Counter()
-    for f, n in funcs.items():
-        dirs[directory(files.get(f, "?"))] += n
+@dataclass
+class Profile:
+    """Samples by where they landed: user space, or a kernel function (and
+    its source file).  profile.json holds one; merge() adds them up."""
+    samples: int = 0                # stops of the VM
+    vcpus: int = 0
+    hz: int = 0
+    user: int = 0                   # vCPU samples in user space
+    functions: Counter[str] = field(default_factory=Counter)
+    files: dict[str, str] = field(default_factory=dict)
+    guests: int = 1
 
-    def pct(n: int) -> str:
-        return f"{100.0 * n / total:5.1f}" if total else "    -"
+    @classmethod
+    def of(cls, pcs: Counter[int], syms: KernelSymbols, files: dict[str, str],
+           samples: int, vcpus: int, hz: int) -> Profile:
+        p = cls(samples, vcpus, hz)
+        for pc, n in pcs.items():
+            if is_user(pc):
+                p.user += n
+            else:
+                p.functions[syms.function(pc)] += n
+        p.files = {f: files[f] for f in p.functions if f in files}
+        return p
 
-    out = [f"Guest profile of {title}: {samples} stops at {hz} Hz, "
-           f"{vcpus} vCPU(s), {total} samples (PCs read through QEMU's gdbstub; "
-           "harness/profile.py)", "",
-           f"{'where':<40} {'samples':>7} {'%':>5}",
-           f"{'user space':<40} {user:>7} {pct(user)}",
-           f"{'kernel':<40} {total - user:>7} {pct(total - user)}", "",
-           "kernel, by source directory:"]
-    out += [f"  {d:<38} {n:>7} {pct(n)}" for d, n in dirs.most_common(TOP_DIRECTORIES)]
-    rest = dirs.most_common()[TOP_DIRECTORIES:]
-    if rest:
-        n = sum(c for _, c in rest)
-        out.append(f"  {f'({len(rest)} more directories)':<38} {n:>7} {pct(n)}")
-    out += ["", f"kernel, by function (the {top} with most samples):"]
-    out += [f"  {f:<38} {n:>7} {pct(n)}  {files.get(f, '?')}"
-            for f, n in funcs.most_common(top)]
-    return "\n".join(out) + "\n"
+    def to_json(self) -> dict:
+        return {"samples": self.samples, "vcpus": self.vcpus, "hz": self.hz,
+                "user": self.user, "functions": dict(self.functions.most_common()),
+                "files": self.files}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Profile:
+        return cls(int(d["samples"]), int(d["vcpus"]), int(d["hz"]), int(d["user"]),
+                   Counter({str(k): int(v) for k, v in d["functions"].items()}),
+                   {str(k): str(v) for k, v in d["files"].items()})
+
+    @classmethod
+    def merge(cls, profiles: list[Profile]) -> Profile:
+        total = cls(guests=0)
+        for p in profiles:
+            total.samples += p.samples
+            total.vcpus = max(total.vcpus, p.vcpus)
+            total.hz = total.hz or p.hz
+            total.user += p.user
+            total.functions.update(p.functions)
+            total.files |= p.files
+            total.guests += p.guests
+        return total
+
+    def text(self, title: str, top: int = TOP_FUNCTIONS) -> str:
+        """profile.txt: user against kernel, the kernel by source directory
+        and by function, each with its samples and share of all."""
+        kernel = sum(self.functions.values())
+        total = self.user + kernel
+        dirs: Counter[str] = Counter()
+        for f, n in self.functions.items():
+            dirs[directory(self.files.get(f, "?"))] += n
+
+        def pct(n: int) -> str:
+            return f"{100.0 * n / total:5.1f}" if total else "    -"
+
+        guests = f"{self.guests} guests, " if self.guests != 1 else ""
+        out = [f"Guest profile of {title}: {guests}{self.samples} stops at {self.hz} Hz, "
+               f"{self.vcpus} vCPU(s), {total} samples (PCs read through QEMU's gdbstub; "
+               "harness/profile.py)", "",
+               f"{'where':<40} {'samples':>7} {'%':>5}",
+               f"{'user space':<40} {self.user:>7} {pct(self.user)}",
+               f"{'kernel':<40} {kernel:>7} {pct(kernel)}", "",
+               "kernel, by source directory:"]
+        out += [f"  {d:<38} {n:>7} {pct(n)}" for d, n in dirs.most_common(TOP_DIRECTORIES)]
+        rest = dirs.most_common()[TOP_DIRECTORIES:]
+        if rest:
+            n = sum(c for _, c in rest)
+            out.append(f"  {f'({len(rest)} more directories)':<38} {n:>7} {pct(n)}")
+        out += ["", f"kernel, by function (the {top} with most samples):"]
+        out += [f"  {f:<38} {n:>7} {pct(n)}  {self.files.get(f, '?')}"
+                for f, n in self.functions.most_common(top)]
+        return "\n".join(out) + "\n"
 
 
 def write(path: Path, title: str, sampler: Sampler, vmlinux: Path | None, tree: str,
           arch: Arch) -> None:
-    """Writes the sampler's profile to path; what went wrong, if anything,
-    goes in the file too (a profile is a view: it never fails a cell)."""
+    """Writes the sampler's profile to path (.txt) and its counts beside it
+    (.json, for the run's profile per arch); what went wrong, if anything,
+    goes in the text too (a profile is a view: it never fails a cell)."""
     note = f"\n(note: {sampler.error})\n" if sampler.error else ""
     if vmlinux is None or not vmlinux.is_file():
         syms = KernelSymbols([], [])
@@ -295,5 +339,24 @@ def write(path: Path, title: str, sampler: Sampler, vmlinux: Path | None, tree: 
         syms = load_symbols(vmlinux, arch)
         funcs = {syms.function(pc) for pc in sampler.pcs if not is_user(pc)}
         files = source_files(vmlinux, arch, syms, sorted(funcs), tree)
-    path.write_text(report(title, sampler.pcs, syms, files, sampler.samples,
-                           sampler.vcpus, sampler.hz) + note)
+    p = Profile.of(sampler.pcs, syms, files, sampler.samples, sampler.vcpus, sampler.hz)
+    path.with_suffix(".json").write_text(json.dumps(p.to_json(), indent=1) + "\n")
+    path.write_text(p.text(title) + note)
+
+
+def write_run(run_dir: Path, arches: dict[str, str]) -> list[Path]:
+    """The run's profile-<arch>.txt: every profile.json of its cells (by
+    cell id: arch) added up.  Returns the files written."""
+    by_arch: dict[str, list[Profile]] = {}
+    for cell, arch in sorted(arches.items()):
+        for f in sorted((run_dir / cell).glob("profile*.json")):
+            try:
+                by_arch.setdefault(arch, []).append(Profile.from_json(json.loads(f.read_text())))
+            except (ValueError, KeyError, TypeError, OSError) as e:
+                raise ProfileError(f"{f}: not a profile ({e})") from None
+    written = []
+    for arch, profiles in sorted(by_arch.items()):
+        out = run_dir / f"profile-{arch}.txt"
+        out.write_text(Profile.merge(profiles).text(f"the run's {arch} guests"))
+        written.append(out)
+    return written

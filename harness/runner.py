@@ -788,6 +788,11 @@ def report_stage(rr: RunResult, cells: list[Cell], log: Log) -> None:
         report.write(rr.run_dir)
     except (HarnessError, OSError) as e:    # the page is a view: the run's files stand
         log(f"report.html not written: {e}")
+    try:
+        for f in profile.write_run(rr.run_dir, {r.cell.id: r.cell.arch for r in rr.cells}):
+            log(f"profile: {f}")
+    except (HarnessError, OSError) as e:    # a view too
+        log(f"the run's profiles not written: {e}")
     if rr.interrupted:
         log(f"{rr.interrupted}: reports of the {len(rr.cells)} finished cell(s) "
             f"in {rr.run_dir}")

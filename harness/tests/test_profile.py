@@ -2,6 +2,7 @@
 report from a real vmlinux's nm and addr2line lines."""
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections import Counter
@@ -120,8 +121,9 @@ def test_the_report_splits_user_kernel_directories_and_functions() -> None:
              "sha1_transform": "lib/crypto/sha1.c"}
     pcs = Counter({0xffffffff8105c600: 30, 0xffffffff8105d900: 10,
                    0xffffffff811f88b0: 20, 0x401000: 40})
-    text = profile.report("x86_64-patched-enforce-custom-sha1-keep", pcs, syms, files,
-                          samples=100, vcpus=1, hz=200)
+    p = profile.Profile.of(pcs, syms, files, samples=100, vcpus=1, hz=200)
+    assert profile.Profile.from_json(json.loads(json.dumps(p.to_json()))) == p
+    text = p.text("x86_64-patched-enforce-custom-sha1-keep")
     lines = text.splitlines()
     assert lines[0].startswith("Guest profile of x86_64-patched-enforce-custom-sha1-keep: "
                                "100 stops at 200 Hz, 1 vCPU(s), 100 samples")
@@ -185,4 +187,33 @@ def test_a_profiled_boot_keeps_its_command_line_runnable_and_its_verdict(
     assert "-gdb" not in (tmp_path / cell.id / "qemu-cmdline.sh").read_text()
     text = (tmp_path / cell.id / "profile.txt").read_text()
     assert text.startswith(f"Guest profile of {cell.id}: 0 stops at 200 Hz")
+    assert json.loads((tmp_path / cell.id / "profile.json").read_text())["samples"] == 0
     assert "no vmlinux to name functions" in text
+
+
+def test_the_run_adds_its_cells_profiles_up_per_arch(tmp_path) -> None:
+    syms = profile.parse_nm(NM)
+    files = {"__lock_acquire": "kernel/locking/lockdep.c", "sha1_transform": "lib/crypto/sha1.c"}
+    cells = {"x86_64-a": (Counter({0xffffffff8105c600: 30, 0x401000: 10}), 40),
+             "x86_64-b": (Counter({0xffffffff811f88b0: 50, 0x401000: 10}), 60),
+             "aarch64-a": (Counter({0x401000: 5}), 5)}
+    for cell, (pcs, stops) in cells.items():
+        (tmp_path / cell).mkdir()
+        p = profile.Profile.of(pcs, syms, files, stops, 1, 200)
+        (tmp_path / cell / "profile.json").write_text(json.dumps(p.to_json()))
+    (tmp_path / "x86_64-c").mkdir()          # a cell not profiled
+    arches = {"x86_64-a": "x86_64", "x86_64-b": "x86_64", "x86_64-c": "x86_64",
+              "aarch64-a": "aarch64"}
+    written = profile.write_run(tmp_path, arches)
+    assert [f.name for f in written] == ["profile-aarch64.txt", "profile-x86_64.txt"]
+    text = (tmp_path / "profile-x86_64.txt").read_text()
+    assert text.startswith("Guest profile of the run's x86_64 guests: 2 guests, 100 stops")
+    funcs = text.split("most samples):\n")[1].splitlines()
+    assert [f.split()[:3] for f in funcs] == [["sha1_transform", "50", "50.0"],
+                                              ["__lock_acquire", "30", "30.0"]]
+    assert any(line.split() == ["user", "space", "20", "20.0"] for line in text.splitlines())
+
+    (tmp_path / "x86_64-c" / "profile-2.json").write_text("{}")
+    with pytest.raises(profile.ProfileError, match="x86_64-c/profile-2.json: not a profile"):
+        profile.write_run(tmp_path, arches)
+    assert profile.write_run(tmp_path, {}) == []
