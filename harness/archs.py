@@ -21,14 +21,30 @@ class Arch:
     machine: str
     cpu: str
     console: str            # console= device in the guest
-    # The program counter's register number in QEMU's gdbstub 'g' reply
-    # (64-bit registers in GDB's order; harness/profile.py).
-    gdb_pc_index: int = 0
+    # Where QEMU's gdbstub 'g' reply (GDB's register order, little-endian)
+    # has the program counter (the byte offset of a 64-bit register) and
+    # the privilege level: (byte offset of a 32-bit register, mask, the
+    # masked value in user mode).  harness/profile.py.
+    gdb_pc_offset: int
+    gdb_user: tuple[int, int, int]
     boot_args: str = ""     # more kernel command line, for every boot of this arch
+
+    def gdb_pc(self, regs: bytes) -> int:
+        return int.from_bytes(regs[self.gdb_pc_offset:self.gdb_pc_offset + 8], "little")
+
+    def gdb_user_mode(self, regs: bytes) -> bool:
+        offset, mask, user = self.gdb_user
+        if len(regs) < max(offset + 4, self.gdb_pc_offset + 8):
+            raise ValueError(f"a 'g' reply of {len(regs)} bytes has no pc or mode for {self.name}")
+        return int.from_bytes(regs[offset:offset + 4], "little") & mask == user
+
+    def tool(self, name: str) -> str:
+        """A binutils or gcc program for this arch: gcc, nm, addr2line."""
+        return f"{self.cross_compile}{name}"
 
     @property
     def cc(self) -> str:
-        return f"{self.cross_compile}gcc"
+        return self.tool("gcc")
 
 
 ARCHS: dict[str, Arch] = {
@@ -46,7 +62,8 @@ ARCHS: dict[str, Arch] = {
         machine="pc",
         cpu="max",
         console="ttyS0",
-        gdb_pc_index=16,        # rax..r15, then rip
+        # rax..r15, rip, eflags (32 bits), cs: CPL 3 is user mode.
+        gdb_pc_offset=16 * 8, gdb_user=(17 * 8 + 4, 0x3, 0x3),
         # Under TCG the local APIC timer fails the kernel's verification and
         # is disabled anyway, after two 100 ms calibration loops.
         boot_args="noapictimer",
@@ -64,6 +81,7 @@ ARCHS: dict[str, Arch] = {
         # 'max' gives TCG every feature the 6.1 kernel may probe for.
         cpu="max",
         console="ttyAMA0",
-        gdb_pc_index=32,        # x0..x30, sp, then pc
+        # x0..x30, sp, pc, cpsr (32 bits): EL0 (cpsr bits 3:2) is user mode.
+        gdb_pc_offset=32 * 8, gdb_user=(33 * 8, 0xc, 0x0),
     ),
 }

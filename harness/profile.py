@@ -18,6 +18,7 @@ are the resolution, not the single samples.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import socket
 import subprocess
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from .archs import Arch
 from .errors import HarnessError
+from .splats import Symbols
 
 DEFAULT_HZ = 200
 # How long the sampler waits for QEMU to open its gdbstub socket.
@@ -105,33 +107,43 @@ class Gdbstub:
             reply = self.request(b"qsThreadInfo")
         return ids
 
-    def pc(self, thread: bytes, index: int) -> int:
-        """Register number index (the program counter) of the thread, from
-        its 'g' reply: 64-bit registers, little-endian hex."""
+    def registers(self, thread: bytes) -> bytes:
+        """The thread's registers, its 'g' reply decoded from hex: GDB's
+        order for the arch, little-endian (archs.Arch.gdb_pc and
+        gdb_user_mode read them)."""
         if self.request(b"Hg" + thread) != b"OK":
             raise ProfileError(f"gdbstub refused to select thread {thread.decode()}")
-        regs = self.request(b"g")
-        hexpc = regs[index * 16:index * 16 + 16]
-        if len(hexpc) != 16:
-            raise ProfileError(f"a 'g' reply of {len(regs)} hex digits has no register {index}")
-        return int.from_bytes(bytes.fromhex(hexpc.decode()), "little")
+        return bytes.fromhex(self.request(b"g").decode())
 
 
 class Sampler(threading.Thread):
-    """Samples every vCPU's PC at hz from when QEMU opens the gdbstub's
-    unix socket to when it closes it.  stop() ends it if it never did."""
+    """Samples every vCPU's PC from when QEMU opens the gdbstub's unix
+    socket to when it closes it, at hz at most: a stop costs a few round
+    trips to this thread, and on a loaded host those take long, so the
+    next stop waits for nine times the last one's cost if that is longer
+    than 1/hz (the VM is kept stopped at most a tenth of the time).  stop()
+    ends it once QEMU is gone, connected or not."""
 
-    def __init__(self, path: Path, arch: Arch, hz: int = DEFAULT_HZ):
-        super().__init__(daemon=True, name=f"profile {path.name}")
+    def __init__(self, path: Path, arch: Arch, hz: int = DEFAULT_HZ, name: str = ""):
+        super().__init__(daemon=True, name=f"profile {name or path}")
         self.path, self.arch, self.hz = path, arch, hz
-        self.pcs: Counter[int] = Counter()
+        self.pcs: Counter[int] = Counter()     # privileged samples, by PC
+        self.user = 0               # samples in user mode (CPL 3, EL0)
         self.samples = 0            # stops; each reads every vCPU
         self.vcpus = 0
+        self.paused_s = 0.0         # host seconds the VM was kept stopped
+        self.elapsed_s = 0.0        # from connecting to the end
         self.error = ""
         self._quit = threading.Event()
+        self._sock: socket.socket | None = None
 
     def stop(self) -> None:
+        """Ends the sampling (call it once QEMU has exited: a VM stopped
+        when its client goes stays paused)."""
         self._quit.set()
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
         self.join(timeout=10)
 
     def _connect(self) -> socket.socket | None:
@@ -149,44 +161,62 @@ class Sampler(threading.Thread):
         return None
 
     def run(self) -> None:
-        sock = self._connect()
+        sock = self._sock = self._connect()
         if sock is None:
             return
+        start = time.monotonic()
+        gdb = Gdbstub(sock)
         try:
-            gdb = Gdbstub(sock)
             gdb.send(b"?")          # the VM stopped when we connected
             gdb.stopped()
             threads = gdb.threads()
             self.vcpus = len(threads)
-            period = 1.0 / self.hz
-            while True:
+            wait = 1.0 / self.hz
+            while not self._quit.is_set():
                 gdb.send(b"c")
-                time.sleep(period)
+                time.sleep(wait)
+                stopped = time.monotonic()
                 gdb.interrupt()
                 gdb.stopped()
                 # Counted only whole: QEMU may end between two vCPUs' reads.
-                self.pcs.update([gdb.pc(t, self.arch.gdb_pc_index) for t in threads])
+                regs = [gdb.registers(t) for t in threads]
+                for r in regs:
+                    if self.arch.gdb_user_mode(r):
+                        self.user += 1
+                    else:
+                        self.pcs[self.arch.gdb_pc(r)] += 1
                 self.samples += 1
+                cost = time.monotonic() - stopped
+                self.paused_s += cost
+                wait = max(1.0 / self.hz, 9 * cost)
         except (EOFError, ConnectionError):
             pass                    # the guest ended: the normal way out
-        except (OSError, ValueError, ProfileError) as e:
-            self.error = f"sampling stopped: {e}"
+        except Exception as e:      # noqa: BLE001 - a view: never leave the VM stopped
+            self.error = f"sampling stopped: {type(e).__name__}: {e}"
+            with contextlib.suppress(OSError):
+                gdb.send(b"D")      # detach: QEMU lets the VM run again
         finally:
+            self.elapsed_s = time.monotonic() - start
             sock.close()
 
 
 # ---- symbols and the report --------------------------------------------------
 
+# Privileged samples at no function of vmlinux's: firmware, the x86_64
+# bzImage's decompressor, the kernel before it runs at its link address.
+OUTSIDE = "(outside the kernel's text: firmware, early boot)"
+
+
 @dataclass
 class KernelSymbols:
-    """A vmlinux's function addresses, and where each function is."""
+    """A vmlinux's function addresses, in order.  Static functions of one
+    name in several files count as one function (the first one's file)."""
     addrs: list[int]
     names: list[str]
-    files: dict[str, str] = field(default_factory=dict)
 
     def function(self, pc: int) -> str:
         i = bisect.bisect_right(self.addrs, pc) - 1
-        return self.names[i] if i >= 0 else "?"
+        return self.names[i] if i >= 0 else OUTSIDE
 
 
 def parse_nm(text: str) -> KernelSymbols:
@@ -200,46 +230,56 @@ def parse_nm(text: str) -> KernelSymbols:
     return KernelSymbols([a for a, _ in pairs], [n for _, n in pairs])
 
 
-def _binutil(arch: Arch, tool: str) -> str:
-    return f"{arch.cross_compile}{tool}"
+def _binutil(arch: Arch, tool: str, args: list[str], stdin: str = "") -> str:
+    """A binutils program's output; ProfileError if it is missing or fails."""
+    cmd = [arch.tool(tool), *args]
+    try:
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True,
+                              errors="replace")
+    except FileNotFoundError:
+        raise ProfileError(f"{cmd[0]} not found: install binutils ('make deps')") from None
+    if proc.returncode:
+        raise ProfileError(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
+    return proc.stdout
 
 
 def load_symbols(vmlinux: Path, arch: Arch) -> KernelSymbols:
-    try:
-        proc = subprocess.run([_binutil(arch, "nm"), "-n", str(vmlinux)],
-                              capture_output=True, text=True)
-    except FileNotFoundError:
-        raise ProfileError(f"{_binutil(arch, 'nm')} not found: install binutils ('make deps')")
-    if proc.returncode:
-        raise ProfileError(f"nm {vmlinux} failed: {proc.stderr.strip()}")
-    return parse_nm(proc.stdout)
+    return parse_nm(_binutil(arch, "nm", ["-n", str(vmlinux)]))
+
+
+def parse_addr2line(text: str, root: str) -> list[str]:
+    """`addr2line -a -i` output: per address (its 0x... line, then its
+    inline frames, innermost first) the file of the last, outermost frame:
+    the function's own, not a header's it inlined.  Relative to root."""
+    files: list[str] = []
+    prefix = root.rstrip("/") + "/" if root else ""
+    for line in text.splitlines():
+        if line.startswith("0x"):
+            files.append("?")
+        elif files:
+            path = line.rsplit(":", 1)[0]
+            if prefix and path.startswith(prefix):
+                path = path[len(prefix):]
+            files[-1] = "?" if path.startswith("??") else path
+    return files
 
 
 def source_files(vmlinux: Path, arch: Arch, syms: KernelSymbols, functions: list[str],
-                 tree: str) -> dict[str, str]:
-    """Each function's source file, relative to the tree, from the line
-    table at its first address (addr2line; '?' where there is none)."""
-    start = {}
+                 root: str) -> dict[str, str]:
+    """Each function's source file, relative to root (the tree it was
+    built from), from the line table at its first address."""
+    start: dict[str, int] = {}
     for addr, name in zip(syms.addrs, syms.names):
         start.setdefault(name, addr)
     wanted = [f for f in functions if f in start]
     if not wanted:
         return {}
-    proc = subprocess.run([_binutil(arch, "addr2line"), "-e", str(vmlinux)],
-                          input="".join(f"{start[f]:x}\n" for f in wanted),
-                          capture_output=True, text=True)
-    files = {}
-    for name, line in zip(wanted, proc.stdout.splitlines()):
-        path = line.rsplit(":", 1)[0]
-        prefix = tree.rstrip("/") + "/"
-        files[name] = path[len(prefix):] if tree and path.startswith(prefix) else path
-    return files
-
-
-def is_user(pc: int) -> bool:
-    """Kernel addresses have the top bit set on both arches (x86_64's upper
-    half, arm64's TTBR1 range); user space's never."""
-    return pc < 1 << 63
+    out = _binutil(arch, "addr2line", ["-a", "-i", "-e", str(vmlinux)],
+                   "".join(f"{start[f]:x}\n" for f in wanted))
+    files = parse_addr2line(out, root)
+    if len(files) != len(wanted):
+        raise ProfileError(f"addr2line named {len(files)} of {len(wanted)} addresses")
+    return dict(zip(wanted, files))
 
 
 def directory(path: str) -> str:
@@ -253,33 +293,36 @@ class Profile:
     samples: int = 0                # stops of the VM
     vcpus: int = 0
     hz: int = 0
-    user: int = 0                   # vCPU samples in user space
+    user: int = 0                   # vCPU samples in user mode
     functions: Counter[str] = field(default_factory=Counter)
     files: dict[str, str] = field(default_factory=dict)
     guests: int = 1
+    seconds: float = 0.0            # from the first stop to the last
+    paused_s: float = 0.0           # of which the VM was kept stopped
 
     @classmethod
-    def of(cls, pcs: Counter[int], syms: KernelSymbols, files: dict[str, str],
-           samples: int, vcpus: int, hz: int) -> Profile:
-        p = cls(samples, vcpus, hz)
+    def of(cls, pcs: Counter[int], user: int, syms: KernelSymbols, files: dict[str, str],
+           samples: int, vcpus: int, hz: int, seconds: float = 0.0,
+           paused_s: float = 0.0) -> Profile:
+        """pcs: the privileged samples by program counter."""
+        p = cls(samples, vcpus, hz, user, seconds=seconds, paused_s=paused_s)
         for pc, n in pcs.items():
-            if is_user(pc):
-                p.user += n
-            else:
-                p.functions[syms.function(pc)] += n
+            p.functions[syms.function(pc)] += n
         p.files = {f: files[f] for f in p.functions if f in files}
         return p
 
     def to_json(self) -> dict:
         return {"samples": self.samples, "vcpus": self.vcpus, "hz": self.hz,
                 "user": self.user, "functions": dict(self.functions.most_common()),
-                "files": self.files}
+                "files": self.files, "seconds": round(self.seconds, 3),
+                "paused_s": round(self.paused_s, 3)}
 
     @classmethod
     def from_json(cls, d: dict) -> Profile:
         return cls(int(d["samples"]), int(d["vcpus"]), int(d["hz"]), int(d["user"]),
                    Counter({str(k): int(v) for k, v in d["functions"].items()}),
-                   {str(k): str(v) for k, v in d["files"].items()})
+                   {str(k): str(v) for k, v in d["files"].items()},
+                   seconds=float(d["seconds"]), paused_s=float(d["paused_s"]))
 
     @classmethod
     def merge(cls, profiles: list[Profile]) -> Profile:
@@ -292,6 +335,8 @@ class Profile:
             total.functions.update(p.functions)
             total.files |= p.files
             total.guests += p.guests
+            total.seconds += p.seconds
+            total.paused_s += p.paused_s
         return total
 
     def text(self, title: str, top: int = TOP_FUNCTIONS) -> str:
@@ -301,51 +346,58 @@ class Profile:
         total = self.user + kernel
         dirs: Counter[str] = Counter()
         for f, n in self.functions.items():
-            dirs[directory(self.files.get(f, "?"))] += n
+            dirs[f if f == OUTSIDE else directory(self.files.get(f, "?"))] += n
 
         def pct(n: int) -> str:
             return f"{100.0 * n / total:5.1f}" if total else "    -"
 
         guests = f"{self.guests} guests, " if self.guests != 1 else ""
-        out = [f"Guest profile of {title}: {guests}{self.samples} stops at {self.hz} Hz, "
-               f"{self.vcpus} vCPU(s), {total} samples (PCs read through QEMU's gdbstub; "
-               "harness/profile.py)", "",
+        rate = self.samples / self.seconds if self.seconds else 0.0
+        paused = 100.0 * self.paused_s / self.seconds if self.seconds else 0.0
+        out = [f"Guest profile of {title}: {guests}{self.samples} stops in {self.seconds:.1f} s "
+               f"({rate:.0f} a second, asked for {self.hz}; the VM stopped {paused:.0f} % of "
+               f"the time), {self.vcpus} vCPU(s), {total} samples (PCs read through QEMU's "
+               "gdbstub; harness/profile.py)", "",
                f"{'where':<40} {'samples':>7} {'%':>5}",
-               f"{'user space':<40} {self.user:>7} {pct(self.user)}",
-               f"{'kernel':<40} {kernel:>7} {pct(kernel)}", "",
-               "kernel, by source directory:"]
+               f"{'user mode':<40} {self.user:>7} {pct(self.user)}",
+               f"{'kernel mode':<40} {kernel:>7} {pct(kernel)}", "",
+               "kernel mode, by source directory:"]
         out += [f"  {d:<38} {n:>7} {pct(n)}" for d, n in dirs.most_common(TOP_DIRECTORIES)]
         rest = dirs.most_common()[TOP_DIRECTORIES:]
         if rest:
             n = sum(c for _, c in rest)
             out.append(f"  {f'({len(rest)} more directories)':<38} {n:>7} {pct(n)}")
-        out += ["", f"kernel, by function (the {top} with most samples):"]
-        out += [f"  {f:<38} {n:>7} {pct(n)}  {self.files.get(f, '?')}"
+        out += ["", f"kernel mode, by function (the {top} with most samples):"]
+        out += [f"  {f:<38} {n:>7} {pct(n)}  {self.files.get(f, '')}".rstrip()
                 for f, n in self.functions.most_common(top)]
         return "\n".join(out) + "\n"
 
 
-def write(path: Path, title: str, sampler: Sampler, vmlinux: Path | None, tree: str,
-          arch: Arch) -> None:
-    """Writes the sampler's profile to path (.txt) and its counts beside it
-    (.json, for the run's profile per arch); what went wrong, if anything,
-    goes in the text too (a profile is a view: it never fails a cell)."""
-    note = f"\n(note: {sampler.error})\n" if sampler.error else ""
-    if vmlinux is None or not vmlinux.is_file():
-        syms = KernelSymbols([], [])
-        note += f"\n(note: no vmlinux to name functions: {vmlinux})\n"
-        files: dict[str, str] = {}
+def write(path: Path, title: str, sampler: Sampler, symbols: Symbols | None) -> None:
+    """Writes the ended sampler's profile to path (.txt) and its counts
+    beside it (.json, for the run's profile per arch); what went wrong, if
+    anything, goes in the text too."""
+    if sampler.is_alive():
+        raise ProfileError("the sampler did not end with QEMU")
+    notes = [sampler.error] if sampler.error else []
+    syms, files = KernelSymbols([], []), {}
+    if symbols is None or not symbols.vmlinux.is_file():
+        notes.append(f"no vmlinux to name functions: {symbols.vmlinux if symbols else None}")
     else:
-        syms = load_symbols(vmlinux, arch)
-        funcs = {syms.function(pc) for pc in sampler.pcs if not is_user(pc)}
-        files = source_files(vmlinux, arch, syms, sorted(funcs), tree)
-    p = Profile.of(sampler.pcs, syms, files, sampler.samples, sampler.vcpus, sampler.hz)
+        try:
+            syms = load_symbols(symbols.vmlinux, sampler.arch)
+            funcs = sorted({syms.function(pc) for pc in sampler.pcs} - {OUTSIDE})
+            files = source_files(symbols.vmlinux, sampler.arch, syms, funcs, symbols.source_root)
+        except ProfileError as e:
+            notes.append(str(e))
+    p = Profile.of(sampler.pcs, sampler.user, syms, files, sampler.samples, sampler.vcpus,
+                   sampler.hz, sampler.elapsed_s, sampler.paused_s)
     path.with_suffix(".json").write_text(json.dumps(p.to_json(), indent=1) + "\n")
-    path.write_text(p.text(title) + note)
+    path.write_text(p.text(title) + "".join(f"\n(note: {n})\n" for n in notes))
 
 
 def write_run(run_dir: Path, arches: dict[str, str]) -> list[Path]:
-    """The run's profile-<arch>.txt: every profile.json of its cells (by
+    """The run's profile-<arch>.txt: every profile*.json of its cells (by
     cell id: arch) added up.  Returns the files written."""
     by_arch: dict[str, list[Profile]] = {}
     for cell, arch in sorted(arches.items()):

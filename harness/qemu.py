@@ -174,20 +174,27 @@ def boot(req: BootRequest, console_log: Path) -> BootOutcome:
         reader = threading.Thread(target=copy, daemon=True)
         reader.start()
         timed_out = not_ready = False
-        if watch:
-            not_ready = not _wait_ready(proc, ready, start + req.ready_timeout_s)
         rc: int | None = None
-        if not_ready:
-            proc.kill()
-            proc.wait()
-            timed_out = True
-        else:
-            try:
-                rc = proc.wait(timeout=max(0.0, start + req.timeout_s - time.monotonic()))
-            except subprocess.TimeoutExpired:
+        try:
+            if watch:
+                not_ready = not _wait_ready(proc, ready, start + req.ready_timeout_s)
+            if not_ready:
                 proc.kill()
                 proc.wait()
-                rc, timed_out = None, True
+                timed_out = True
+            else:
+                try:
+                    rc = proc.wait(timeout=max(0.0, start + req.timeout_s - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                    rc, timed_out = None, True
+        except BaseException:
+            # Ctrl-C or a stop of the run: no guest outlives it (a profiled
+            # one would stay paused once its sampler is gone).
+            proc.kill()
+            proc.wait()
+            raise
         duration = time.monotonic() - start
         # QEMU is gone, so its end of the pipe is closed: the reader ends
         # at EOF (a child QEMU left holding the pipe is not waited for).

@@ -6,8 +6,8 @@ The page is the matrix as a grid, a row per cell and a column per test
 program; a square is coloured by the worst of that program's results in that
 cell and holds its counts, its title (the tooltip) names the cases that did
 not pass.  Each row links the cell's console.log, qemu-cmdline.sh,
-kernel.config and patches.txt, and each kernel splat to its headline in a
-line-numbered copy of the console it is in (<cell>/console.html#L<n>, or
+kernel.config, patches.txt and the profile.txt of a PROFILE= run, and
+each kernel splat to its headline in a line-numbered copy of the console it is in (<cell>/console.html#L<n>, or
 console-<n>.html of a continuation boot's console-<n>.log; written for the
 consoles with splats).  Links are relative: the run directory can be moved or
 served as files.  No script: a checkbox hides passing rows with CSS alone.
@@ -129,6 +129,7 @@ def rows(run_dir: Path, doc: dict) -> list[Row]:
         # consoles of continuation boots (console-2.log, ...).
         links += [(p.name, f"{href}/{quote(p.name)}")
                   for p in sorted(d.glob("splat*")) + sorted(d.glob("console-*.log"))
+                  + sorted(d.glob("profile-*.txt"))
                   if p.is_file()]
         # Per-program seconds: "timing": {"programs": {name: s}} (harness/timing.py).
         seconds = (cell.get("timing") or {}).get("programs") or {}

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -391,7 +390,7 @@ def export(art: Artifacts, cells: list[Cell], expected: tuple[Case, ...], matrix
             kernels[f"{arch}-{variant}"]["symbols"] = {
                 "vmlinux": str((d / "vmlinux").relative_to(out)),
                 "tree": str(d.relative_to(out)),
-                "basepath": sym.basepath or str(sym.tree)}
+                "basepath": sym.source_root}
     for arch, initrd in art.initrds.items():
         dest = out / "initramfs" / initrd.name
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -734,6 +733,9 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
         # (results.clock_ahead): boot once more on a fresh disk, keeping
         # the first console; a second broken clock fails the cell.
         (out / console).replace(out / f"console{suffix}-clock.log")
+        for kept in ("txt", "json"):
+            with contextlib.suppress(FileNotFoundError):
+                (out / f"profile{suffix}.{kept}").replace(out / f"profile{suffix}-clock.{kept}")
         qemu.make_scratch_disk(disk, fsuuid)
         outcome = booted()
     return results.Boot(outcome, programs, console)
@@ -743,23 +745,23 @@ def _boot_profiled(req: qemu.BootRequest, console: Path, hz: int, kernel: BuiltK
                    title: str, path: Path) -> qemu.BootOutcome:
     """qemu.boot() with a gdbstub socket that a profile.Sampler samples
     through; the profile goes to path.  A profile that cannot be taken or
-    written says why in its file and never changes the cell's verdict."""
+    written says why in its file (or the run's log, if even that fails)
+    and never turns the cell into an error."""
     # A unix socket's path has a length limit (108 bytes) that a build
     # directory's may exceed: the socket lives in a directory of its own.
     with tempfile.TemporaryDirectory(prefix="ima-gdb-") as tmp:
         req = dataclasses.replace(req, gdb_socket=Path(tmp) / "gdb.sock")
-        sampler = profile.Sampler(req.gdb_socket, req.arch, hz)
+        sampler = profile.Sampler(req.gdb_socket, req.arch, hz, title)
         sampler.start()
         try:
             outcome = qemu.boot(req, console)
         finally:
             sampler.stop()
-    sym = kernel.symbols
     try:
-        profile.write(path, title, sampler, sym.vmlinux if sym else None,
-                      (sym.basepath or str(sym.tree)) if sym else "", req.arch)
-    except (HarnessError, OSError, subprocess.SubprocessError) as e:
-        path.write_text(f"no profile of {title}: {e}\n")
+        profile.write(path, title, sampler, kernel.symbols)
+    except Exception as e:  # noqa: BLE001 - a view, whatever went wrong
+        with contextlib.suppress(OSError):
+            path.write_text(f"no profile of {title}: {type(e).__name__}: {e}\n")
     return outcome
 
 

@@ -516,6 +516,11 @@ class Symbols:
     basepath: str = ""
 
     @property
+    def source_root(self) -> str:
+        """The tree's path as the kernel's debug information names it."""
+        return self.basepath or str(self.tree)
+
+    @property
     def scripts(self) -> tuple[Path, ...]:
         """The tree's files decoding runs: the script and the decodecode
         it calls for Code: lines (an artifact directory carries them)."""
@@ -527,7 +532,7 @@ class Symbols:
         subprocess.SubprocessError when the script cannot."""
         env = clean_env() | ({"CROSS_COMPILE": self.cross_compile} if self.cross_compile else {})
         proc = subprocess.run(
-            [str(self.scripts[0]), str(self.vmlinux), self.basepath or str(self.tree),
+            [str(self.scripts[0]), str(self.vmlinux), self.source_root,
              str(self.build)],
             input=body, capture_output=True, text=True, env=env, timeout=DECODE_TIMEOUT_S,
             check=False)

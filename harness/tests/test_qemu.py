@@ -100,3 +100,29 @@ def test_a_broken_ready_check_neither_stops_the_console_nor_kills_the_guest(
     with pytest.raises(RuntimeError, match="a harness bug"):
         qemu.boot(req, tmp_path / "console.log")
     assert (tmp_path / "console.log").read_text() == "<one>\ntwo\n"
+
+
+def test_an_interrupted_boot_leaves_no_guest_behind(tmp_path: Path) -> None:
+    """Ctrl-C while a guest runs: QEMU is killed, not left running (a
+    profiled guest would stay paused for good once its sampler is gone)."""
+    import os
+    import signal
+
+    pidfile = tmp_path / "pid"
+    req = dataclasses.replace(_fake(tmp_path, f"echo $$ > {pidfile}; exec sleep 30"),
+                              timeout_s=60)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            qemu.boot(req, tmp_path / "console.log")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
