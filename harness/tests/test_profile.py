@@ -300,7 +300,8 @@ def test_a_sampler_that_fails_detaches_so_the_guest_runs_on(tmp_path) -> None:
     s = profile.Sampler(path, ARCHS["x86_64"], 100)
     s.start()
     s.join(timeout=10)
-    assert not s.is_alive()
+    t.join(timeout=10)          # the stub has read all the sampler sent
+    assert not s.is_alive() and not t.is_alive()
     assert got[-2:] == [b"Hg01", b"D"]
     assert s.error == "sampling stopped: ProfileError: gdbstub refused to select thread 01"
     server.close()
