@@ -204,7 +204,7 @@ class Sampler(threading.Thread):
 
 # Privileged samples at no function of vmlinux's: firmware, the x86_64
 # bzImage's decompressor, the kernel before it runs at its link address.
-OUTSIDE = "(outside the kernel's text: firmware, early boot)"
+OUTSIDE = "(firmware, early boot)"
 
 
 @dataclass
