@@ -6,8 +6,10 @@ The gdbstub is the one observer that needs nothing of the guest (no perf,
 no CONFIG_PROFILING in a tinyconfig kernel, no tool in the initramfs) and
 sees user space too.  Each sample stops the VM (the remote protocol's
 interrupt byte), reads every vCPU's registers ('Hg' and 'g') and lets it
-run again ('c').  QEMU's virtual clock stops with the VM, so the guest's
-own timeouts do not shrink; the cell's host seconds grow by the stops.
+run again ('c'); the registers say the PC and the privilege level (user
+or kernel mode: archs.Arch.gdb_pc, gdb_user_mode).  QEMU's virtual clock
+stops with the VM, so the guest's own timeouts do not shrink; the cell's
+host seconds grow by the stops (Sampler paces them).
 
 Under TCG a stop lands between translated blocks, so a sample names the
 block that was to run next: code that ends its blocks often (a write of

@@ -745,8 +745,7 @@ def _boot_profiled(req: qemu.BootRequest, console: Path, hz: int, kernel: BuiltK
                    title: str, path: Path) -> qemu.BootOutcome:
     """qemu.boot() with a gdbstub socket that a profile.Sampler samples
     through; the profile goes to path.  A profile that cannot be taken or
-    written says why in its file (or the run's log, if even that fails)
-    and never turns the cell into an error."""
+    written says why in its file, and never turns the cell into an error."""
     # A unix socket's path has a length limit (108 bytes) that a build
     # directory's may exceed: the socket lives in a directory of its own.
     with tempfile.TemporaryDirectory(prefix="ima-gdb-") as tmp:
