@@ -67,7 +67,8 @@ class Gdbstub:
         self.sock.sendall(b"\x03")
 
     def recv(self) -> bytes:
-        """The next packet's data, acknowledged; EOFError once QEMU is gone."""
+        """The next packet's data, acknowledged; EOFError once QEMU is gone
+        (the socket closed, or an exit packet: W, X)."""
         while True:
             start = self.buf.find(b"$")
             end = self.buf.find(b"#", start) if start >= 0 else -1
@@ -75,6 +76,8 @@ class Gdbstub:
                 data = self.buf[start + 1:end]
                 self.buf = self.buf[end + 3:]
                 self.sock.sendall(b"+")
+                if data[:1] in (b"W", b"X"):
+                    raise EOFError(f"QEMU exited ({data.decode(errors='replace')})")
                 return data
             chunk = self.sock.recv(65536)
             if not chunk:
@@ -82,23 +85,18 @@ class Gdbstub:
             self.buf += chunk
 
     def stopped(self) -> bytes:
-        """Waits for a stop reply (T.., S..); W or X: the guest is gone."""
-        while True:
-            data = self.recv()
-            if data[:1] in (b"T", b"S"):
-                return data
-            if data[:1] in (b"W", b"X"):
-                raise EOFError(f"QEMU exited ({data.decode(errors='replace')})")
+        """Waits for a stop reply (T.., S..)."""
+        while (data := self.recv())[:1] not in (b"T", b"S"):
+            pass
+        return data
 
     def request(self, data: bytes) -> bytes:
-        """A command's reply (never a stop reply left over from before)."""
+        """A command's reply (never a stop reply left over from before:
+        the replies asked for here are hex, OK, E.., m.. or l)."""
         self.send(data)
-        while True:
-            reply = self.recv()
-            if reply[:1] in (b"W", b"X"):
-                raise EOFError(f"QEMU exited ({reply.decode(errors='replace')})")
-            if reply[:1] not in (b"T", b"S"):   # replies here are hex, OK, m.., l
-                return reply
+        while (reply := self.recv())[:1] in (b"T", b"S"):
+            pass
+        return reply
 
     def threads(self) -> list[bytes]:
         """The vCPUs' thread ids (qfThreadInfo, qsThreadInfo until 'l')."""
