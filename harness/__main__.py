@@ -52,7 +52,7 @@ import sys
 from pathlib import Path
 
 from . import (bisect, cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, results,
-               runner)
+               runner, subproc)
 from .archs import ARCHS
 from .errors import HarnessError
 from .runner import EXIT_INFRASTRUCTURE
@@ -161,7 +161,7 @@ def _build(args: argparse.Namespace) -> int:
     expected = cases.expected_cases(REPO / "selftests")
     build = args.build_dir.resolve()
     timings: dict[str, float] = {}
-    with runner.exclusive(build, print):
+    with runner.exclusive(build, print), subproc.session():
         art = runner.build_stage(m, cells, REPO, build, args.make_jobs or os.cpu_count() or 1,
                                  timings, print)
         path = runner.export(art, cells, expected, m,

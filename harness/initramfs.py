@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import keys
+from . import keys, subproc
 from .archs import Arch
 from .errors import BuildError, DependencyError
 from .subproc import clean_env
@@ -55,8 +55,8 @@ def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) 
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = ["make", "-C", str(stage), f"-j{jobs}", "all", f"CROSS_COMPILE={arch.cross_compile}"]
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, env=clean_env())
+        proc = subproc.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, env=clean_env())
     except FileNotFoundError:
         raise DependencyError("make not found: run 'make deps'") from None
     log.write_text("$ " + " ".join(cmd) + "\n" + proc.stdout)

@@ -36,7 +36,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import kconfig, ktree
+from . import kconfig, ktree, subproc
 from .subproc import clean_env
 from .archs import Arch
 from .errors import BuildError, ConfigError, DependencyError
@@ -98,8 +98,8 @@ def _run(cmd: list[str], log: Path, what: str, cwd: Path | None = None) -> str:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
         try:
-            proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, env=clean_env())
+            proc = subproc.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, env=clean_env())
         except FileNotFoundError:
             raise DependencyError(f"{what}: {cmd[0]} not found; run 'make deps'") from None
         f.write(proc.stdout)

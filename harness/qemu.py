@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from . import subproc
 from .archs import Arch
 from .errors import BootError, DependencyError
 
@@ -145,8 +146,8 @@ def boot(req: BootRequest, console_log: Path) -> BootOutcome:
     broken: list[Exception] = []
     with open(console_log, "wb", buffering=0) as out:
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT)
+            proc = subproc.popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT)
         except FileNotFoundError:
             raise DependencyError(f"{cmd[0]} not found: install QEMU ('make deps')") from None
 
@@ -195,6 +196,8 @@ def boot(req: BootRequest, console_log: Path) -> BootOutcome:
             proc.kill()
             proc.wait()
             raise
+        finally:
+            subproc.forget(proc)
         duration = time.monotonic() - start
         # QEMU is gone, so its end of the pipe is closed: the reader ends
         # at EOF (a child QEMU left holding the pipe is not waited for).

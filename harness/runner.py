@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import flavors, initramfs, kbuild, keys, ktap, ktree, profile, qemu, report, results
-from . import splats, timing
+from . import splats, subproc, timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
@@ -192,12 +192,15 @@ def _cpus() -> int:
 
 def _reported(build: Path, cells: list[Cell], log: Log,
               stages: Callable[[RunResult], None]) -> RunResult:
-    with exclusive(build, log):
+    with exclusive(build, log), subproc.session():
         t_start = time.monotonic()
         run_id, run_dir = new_run_dir(build)
         rr = RunResult(run_id, run_dir, [])
         try:
             stages(rr)
+        except subproc.Terminated as e:
+            rr.interrupted = str(e)     # "terminated (SIGTERM)"
+            raise
         except KeyboardInterrupt:
             rr.interrupted = "interrupted (Ctrl-C)"
             raise
