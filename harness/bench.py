@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import cases, kbuild, initramfs, matrix as matrix_mod, qemu, runner
+from . import cases, kbuild, initramfs, matrix as matrix_mod, qemu, runner, subproc
 from .archs import ARCHS
 from .errors import HarnessError
 from .status import Status
@@ -139,8 +139,8 @@ def _edit_loop(build: Path, n: int) -> float:
            *(f"{k}={v}" for k, v in LOOP_CELL.items())]
     env = {k: v for k, v in os.environ.items() if k not in MAKE_KNOBS}
     t = time.monotonic()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          env=env)
+    proc = subproc.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=env)
     secs = time.monotonic() - t
     log = build / "logs" / f"bench-edit-{n}.log"
     log.write_text(proc.stdout)
@@ -236,4 +236,12 @@ def _matrix(m: matrix_mod.Matrix, narrowed: dict[str, str], floors: dict[str, Fl
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        # A SIGTERM stops the bench's builds, guests and inner 'make run' too.
+        with subproc.session():
+            status = main(sys.argv[1:])
+    except KeyboardInterrupt as e:
+        print(f"bench: {e or 'interrupted'}; bench.txt keeps what was measured before",
+              file=sys.stderr)
+        status = 2
+    sys.exit(status)
