@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import json
+import re
 import socket
 import subprocess
 import threading
@@ -208,18 +209,81 @@ OUTSIDE = "(firmware, early boot)"
 
 
 @dataclass
+class Units:
+    """Which compilation unit each address range of a vmlinux's code came
+    from (DWARF's .debug_aranges and its units' names), relative to the
+    tree it was built from."""
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def file(self, addr: int) -> str:
+        i = bisect.bisect_right(self.starts, addr) - 1
+        return self.files[i] if i >= 0 and addr < self.ends[i] else "?"
+
+
+_UNIT = re.compile(r"\s*Compilation Unit @ offset (0x[0-9a-f]+|0):")
+_UNIT_NAME = re.compile(r"\s*<[0-9a-f]+>\s+DW_AT_name\s*:\s*(?:\([^)]*\):\s*)?(.*\S)")
+_ARANGES_UNIT = re.compile(r"\s*Offset into \.debug_info:\s*(0x[0-9a-f]+|0)\s*$")
+_ARANGE = re.compile(r"\s+([0-9a-f]{8,16}) ([0-9a-f]{8,16})\s*$")
+
+
+def parse_units(info: str, aranges: str, root: str) -> Units:
+    """`readelf --debug-dump=info --dwarf-depth=1` (each unit's offset and
+    name) and `readelf --debug-dump=aranges` (each unit's address ranges)."""
+    prefix = root.rstrip("/") + "/" if root else ""
+    names: dict[int, str] = {}
+    unit = None
+    for line in info.splitlines():
+        if m := _UNIT.match(line):
+            unit = int(m.group(1), 16)
+        elif (m := _UNIT_NAME.match(line)) and unit is not None and unit not in names:
+            path = m.group(1)
+            names[unit] = path[len(prefix):] if prefix and path.startswith(prefix) else path
+    ranges = []
+    unit = None
+    for line in aranges.splitlines():
+        if m := _ARANGES_UNIT.match(line):
+            unit = int(m.group(1), 16)
+        elif (m := _ARANGE.match(line)) and unit is not None:
+            addr, length = int(m.group(1), 16), int(m.group(2), 16)
+            if length:
+                ranges.append((addr, addr + length, names.get(unit, "?")))
+    ranges.sort()
+    return Units([a for a, _, _ in ranges], [e for _, e, _ in ranges],
+                 [f for _, _, f in ranges])
+
+
+@dataclass
 class KernelSymbols:
-    """A vmlinux's function addresses, in order.  Static functions of one
-    name in several files count as one function (the first one's file)."""
+    """A vmlinux's function addresses, in order, and with units each
+    function's compilation unit: the file that emitted its code.  A static
+    copy of a header's inline function (rcu_read_unlock, emitted by 91
+    units of the x86_64 6.1 kernel) goes by the unit that emitted it, and
+    so do its samples."""
     addrs: list[int]
     names: list[str]
+    units: Units = field(default_factory=Units)
+
+    def __post_init__(self) -> None:
+        counts = Counter(self.names)
+        self._shared = {n for n, c in counts.items() if c > 1}
 
     def function(self, pc: int) -> str:
+        """The name of the function at pc; a name several units define
+        goes with its unit's file, name@file, one function per copy."""
         i = bisect.bisect_right(self.addrs, pc) - 1
-        return self.names[i] if i >= 0 else OUTSIDE
+        if i < 0:
+            return OUTSIDE
+        name = self.names[i]
+        return f"{name}@{self.units.file(self.addrs[i])}" if name in self._shared else name
+
+    def file(self, pc: int) -> str:
+        i = bisect.bisect_right(self.addrs, pc) - 1
+        return self.units.file(self.addrs[i]) if i >= 0 else "?"
 
 
-def parse_nm(text: str) -> KernelSymbols:
+def parse_nm(text: str, units: Units | None = None) -> KernelSymbols:
     """`nm -n` output: its text symbols (t, T, w, W), in address order."""
     pairs = []
     for line in text.splitlines():
@@ -227,7 +291,7 @@ def parse_nm(text: str) -> KernelSymbols:
         if len(parts) == 3 and parts[1] in ("t", "T", "w", "W"):
             pairs.append((int(parts[0], 16), parts[2]))
     pairs.sort()
-    return KernelSymbols([a for a, _ in pairs], [n for _, n in pairs])
+    return KernelSymbols([a for a, _ in pairs], [n for _, n in pairs], units or Units())
 
 
 def _binutil(arch: Arch, tool: str, args: list[str], stdin: str = "") -> str:
@@ -243,43 +307,18 @@ def _binutil(arch: Arch, tool: str, args: list[str], stdin: str = "") -> str:
     return proc.stdout
 
 
-def load_symbols(vmlinux: Path, arch: Arch) -> KernelSymbols:
-    return parse_nm(_binutil(arch, "nm", ["-n", str(vmlinux)]))
+def load_units(vmlinux: Path, arch: Arch, root: str) -> Units:
+    units = parse_units(
+        _binutil(arch, "readelf", ["--debug-dump=info", "--dwarf-depth=1", str(vmlinux)]),
+        _binutil(arch, "readelf", ["--debug-dump=aranges", str(vmlinux)]), root)
+    if not units.starts:
+        raise ProfileError(f"{vmlinux}: no address ranges of compilation units "
+                           "(.debug_aranges): built without DEBUG_INFO?")
+    return units
 
 
-def parse_addr2line(text: str, root: str) -> list[str]:
-    """`addr2line -a -i` output: per address (its 0x... line, then its
-    inline frames, innermost first) the file of the last, outermost frame:
-    the function's own, not a header's it inlined.  Relative to root."""
-    files: list[str] = []
-    prefix = root.rstrip("/") + "/" if root else ""
-    for line in text.splitlines():
-        if line.startswith("0x"):
-            files.append("?")
-        elif files:
-            path = line.rsplit(":", 1)[0]
-            if prefix and path.startswith(prefix):
-                path = path[len(prefix):]
-            files[-1] = "?" if path.startswith("??") else path
-    return files
-
-
-def source_files(vmlinux: Path, arch: Arch, syms: KernelSymbols, functions: list[str],
-                 root: str) -> dict[str, str]:
-    """Each function's source file, relative to root (the tree it was
-    built from), from the line table at its first address."""
-    start: dict[str, int] = {}
-    for addr, name in zip(syms.addrs, syms.names):
-        start.setdefault(name, addr)
-    wanted = [f for f in functions if f in start]
-    if not wanted:
-        return {}
-    out = _binutil(arch, "addr2line", ["-a", "-i", "-e", str(vmlinux)],
-                   "".join(f"{start[f]:x}\n" for f in wanted))
-    files = parse_addr2line(out, root)
-    if len(files) != len(wanted):
-        raise ProfileError(f"addr2line named {len(files)} of {len(wanted)} addresses")
-    return dict(zip(wanted, files))
+def load_symbols(vmlinux: Path, arch: Arch, units: Units | None = None) -> KernelSymbols:
+    return parse_nm(_binutil(arch, "nm", ["-n", str(vmlinux)]), units)
 
 
 def directory(path: str) -> str:
@@ -301,14 +340,15 @@ class Profile:
     paused_s: float = 0.0           # of which the VM was kept stopped
 
     @classmethod
-    def of(cls, pcs: Counter[int], user: int, syms: KernelSymbols, files: dict[str, str],
-           samples: int, vcpus: int, hz: int, seconds: float = 0.0,
-           paused_s: float = 0.0) -> Profile:
+    def of(cls, pcs: Counter[int], user: int, syms: KernelSymbols, samples: int, vcpus: int,
+           hz: int, seconds: float = 0.0, paused_s: float = 0.0) -> Profile:
         """pcs: the privileged samples by program counter."""
         p = cls(samples, vcpus, hz, user, seconds=seconds, paused_s=paused_s)
         for pc, n in pcs.items():
-            p.functions[syms.function(pc)] += n
-        p.files = {f: files[f] for f in p.functions if f in files}
+            f = syms.function(pc)
+            p.functions[f] += n
+            if f != OUTSIDE and syms.units.starts:
+                p.files[f] = syms.file(pc)
         return p
 
     def to_json(self) -> dict:
@@ -368,7 +408,8 @@ class Profile:
             n = sum(c for _, c in rest)
             out.append(f"  {f'({len(rest)} more directories)':<38} {n:>7} {pct(n)}")
         out += ["", f"kernel mode, by function (the {top} with most samples):"]
-        out += [f"  {f:<38} {n:>7} {pct(n)}  {self.files.get(f, '')}".rstrip()
+        # name@file: one of several static copies; the file column names it.
+        out += [f"  {f.split('@', 1)[0]:<38} {n:>7} {pct(n)}  {self.files.get(f, '')}".rstrip()
                 for f, n in self.functions.most_common(top)]
         return "\n".join(out) + "\n"
 
@@ -380,17 +421,20 @@ def write(path: Path, title: str, sampler: Sampler, symbols: Symbols | None) -> 
     if sampler.is_alive():
         raise ProfileError("the sampler did not end with QEMU")
     notes = [sampler.error] if sampler.error else []
-    syms, files = KernelSymbols([], []), {}
+    syms = KernelSymbols([], [])
     if symbols is None or not symbols.vmlinux.is_file():
         notes.append(f"no vmlinux to name functions: {symbols.vmlinux if symbols else None}")
     else:
+        units = None
         try:
-            syms = load_symbols(symbols.vmlinux, sampler.arch)
-            funcs = sorted({syms.function(pc) for pc in sampler.pcs} - {OUTSIDE})
-            files = source_files(symbols.vmlinux, sampler.arch, syms, funcs, symbols.source_root)
+            units = load_units(symbols.vmlinux, sampler.arch, symbols.source_root)
+        except ProfileError as e:
+            notes.append(f"functions without their files: {e}")
+        try:
+            syms = load_symbols(symbols.vmlinux, sampler.arch, units)
         except ProfileError as e:
             notes.append(str(e))
-    p = Profile.of(sampler.pcs, sampler.user, syms, files, sampler.samples, sampler.vcpus,
+    p = Profile.of(sampler.pcs, sampler.user, syms, sampler.samples, sampler.vcpus,
                    sampler.hz, sampler.elapsed_s, sampler.paused_s)
     path.with_suffix(".json").write_text(json.dumps(p.to_json(), indent=1) + "\n")
     path.write_text(p.text(title) + "".join(f"\n(note: {n})\n" for n in notes))

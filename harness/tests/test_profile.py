@@ -1,5 +1,5 @@
 """harness/profile.py: the sampler against real QEMU gdbstubs, and the
-report from a real vmlinux's nm and addr2line lines."""
+report from a real vmlinux's nm and readelf lines."""
 from __future__ import annotations
 
 import json
@@ -24,12 +24,67 @@ ffffffff8105c57d t __lock_acquire
 ffffffff8105d6af t reacquire_held_locks
 ffffffff8105d808 T lock_release
 ffffffff8105d99b t rcu_read_unlock
+ffffffff811079de t d_lru_isolate
+ffffffff811083aa t rcu_read_unlock
 ffffffff811f7819 T blake2s_compress_generic
 ffffffff811f88ad T sha1_transform
 ffffffff811f8adc T sha1_init
 ffffffff81e1e000 D init_task
 """
 TREE = "/work/b/src/linux-workspace"
+# Excerpts of readelf --debug-dump=info --dwarf-depth=1 and of
+# --debug-dump=aranges of the same vmlinux: the units of the functions
+# above, and each unit's range that holds them.
+UNITS_INFO = f"""\
+Contents of the .debug_info section:
+
+  Compilation Unit @ offset 0x1eae40:
+   Length:        0x118b5 (32-bit)
+    <1eae52>   DW_AT_name        : (indirect line string, offset: 0x45eb): {TREE}/kernel/locking/lockdep.c
+    <1eae56>   DW_AT_comp_dir    : (indirect line string, offset: 0): /work/b/kernel/x86_64-workspace
+  Compilation Unit @ offset 0x4a8737:
+   Length:        0xbc89 (32-bit)
+    <4a8749>   DW_AT_name        : (indirect line string, offset: 0x6dc6): {TREE}/fs/dcache.c
+  Compilation Unit @ offset 0x7d2d0e:
+   Length:        0x8f2 (32-bit)
+    <7d2d20>   DW_AT_name        : (indirect line string, offset: 0xad8d): {TREE}/lib/crypto/sha1.c
+"""
+UNITS_ARANGES = """\
+Contents of the .debug_aranges section:
+
+  Length:                   396
+  Version:                  2
+  Offset into .debug_info:  0x1eae40
+  Pointer Size:             8
+  Segment Size:             0
+
+    Address            Length
+    ffffffff81059485 000000000000521b
+    ffffffff81f7a189 000000000000001d
+    0000000000000000 0000000000000000
+  Length:                   60
+  Version:                  2
+  Offset into .debug_info:  0x4a8737
+  Pointer Size:             8
+  Segment Size:             0
+
+    Address            Length
+    ffffffff811079de 0000000000003281
+    0000000000000000 0000000000000000
+  Length:                   60
+  Version:                  2
+  Offset into .debug_info:  0x7d2d0e
+  Pointer Size:             8
+  Segment Size:             0
+
+    Address            Length
+    ffffffff811f88ad 0000000000000252
+    0000000000000000 0000000000000000
+"""
+
+
+def _syms() -> profile.KernelSymbols:
+    return profile.parse_nm(NM, profile.parse_units(UNITS_INFO, UNITS_ARANGES, TREE))
 
 
 def _sampled(tmp_path: Path, arch: str, cpus: int, end: str) -> profile.Sampler:
@@ -139,13 +194,10 @@ def test_user_mode_is_the_privilege_level_not_the_address(arch, mode, user) -> N
 
 
 def test_the_report_splits_user_kernel_directories_and_functions() -> None:
-    syms = profile.parse_nm(NM)
-    files = {"__lock_acquire": "kernel/locking/lockdep.c",
-             "lock_release": "kernel/locking/lockdep.c",
-             "sha1_transform": "lib/crypto/sha1.c"}
+    syms = _syms()
     pcs = Counter({0xffffffff8105c600: 30, 0xffffffff8105d900: 10,
                    0xffffffff811f88b0: 20})
-    p = profile.Profile.of(pcs, 40, syms, files, samples=100, vcpus=1, hz=200, seconds=0.5,
+    p = profile.Profile.of(pcs, 40, syms, samples=100, vcpus=1, hz=200, seconds=0.5,
                            paused_s=0.05)
     assert profile.Profile.from_json(json.loads(json.dumps(p.to_json()))) == p
     text = p.text("x86_64-patched-enforce-custom-sha1-keep")
@@ -165,30 +217,51 @@ def test_the_report_splits_user_kernel_directories_and_functions() -> None:
         ["lock_release", "10", "10.0", "kernel/locking/lockdep.c"]]
 
 
-def test_source_files_are_the_outermost_frames_relative_to_the_tree(monkeypatch) -> None:
-    syms = profile.parse_nm(NM)
+def test_each_function_goes_by_the_unit_that_emitted_it() -> None:
+    """The file is the compilation unit's, not the line table's: a static
+    copy of rcu_read_unlock() (include/linux/rcupdate.h) is lockdep.c's in
+    lockdep.c and dcache.c's in dcache.c, two functions; lookup_chain_cache
+    goes to lockdep.c, not to the hash.h of hash_64() inlined at its start."""
+    syms = _syms()
+    assert syms.function(0xffffffff8105c600) == "__lock_acquire"
+    assert syms.file(0xffffffff8105c600) == "kernel/locking/lockdep.c"
+    assert syms.function(0xffffffff8105d9a0) == "rcu_read_unlock@kernel/locking/lockdep.c"
+    assert syms.function(0xffffffff811083b0) == "rcu_read_unlock@fs/dcache.c"
+    assert syms.file(0xffffffff811f88b0) == "lib/crypto/sha1.c"
+    assert syms.file(0xffffffff811f8adc) == "lib/crypto/sha1.c"        # sha1_init
+    # Neither blake2s.c nor head_64.S (_stext) is in the excerpt.
+    assert syms.file(0xffffffff811f7819) == "?" and syms.file(0xffffffff81000000) == "?"
+    p = profile.Profile.of(Counter({0xffffffff8105d9a0: 3, 0xffffffff811083b0: 5,
+                                    0xffffffff8105c600: 2}), 0, syms, 10, 1, 200)
+    assert p.files == {"rcu_read_unlock@kernel/locking/lockdep.c": "kernel/locking/lockdep.c",
+                       "rcu_read_unlock@fs/dcache.c": "fs/dcache.c",
+                       "__lock_acquire": "kernel/locking/lockdep.c"}
+    text = p.text("t")
+    dirs = text.split("by source directory:\n")[1].split("\n\n")[0].splitlines()
+    assert [d.split() for d in dirs] == [["kernel/locking", "5", "50.0"], ["fs", "5", "50.0"]]
+    funcs = text.split("most samples):\n")[1].splitlines()
+    assert [f.split() for f in funcs] == [
+        ["rcu_read_unlock", "5", "50.0", "fs/dcache.c"],
+        ["rcu_read_unlock", "3", "30.0", "kernel/locking/lockdep.c"],
+        ["__lock_acquire", "2", "20.0", "kernel/locking/lockdep.c"]]
+
+
+def test_units_are_read_with_the_arch_readelf(monkeypatch) -> None:
     asked = []
 
-    def addr2line(cmd, input, capture_output, text, errors):
-        asked.append((cmd[:-1], input))
-        # What addr2line -a -i printed for lookup_chain_cache (hash.h's
-        # hash_64() inlined at its start) and sha1_transform of the real
-        # vmlinux, the first address standing in for __lock_acquire's.
-        out = ("0xffffffff8105c57d\n"
-               f"{TREE}/include/linux/hash.h:78\n"
-               f"{TREE}/kernel/locking/lockdep.c:3787\n"
-               "0xffffffff811f88ad\n"
-               f"{TREE}/lib/crypto/sha1.c:42\n")
+    def readelf(cmd, input, capture_output, text, errors):
+        asked.append(cmd)
+        out = UNITS_INFO if "--debug-dump=info" in cmd else UNITS_ARANGES
         return subprocess.CompletedProcess(cmd, 0, out, "")
 
-    monkeypatch.setattr(profile.subprocess, "run", addr2line)
-    files = profile.source_files(Path("vmlinux"), ARCHS["aarch64"], syms,
-                                 ["__lock_acquire", "sha1_transform", "not_a_symbol"], TREE)
-    assert files == {"__lock_acquire": "kernel/locking/lockdep.c",
-                     "sha1_transform": "lib/crypto/sha1.c"}
-    assert asked == [(["aarch64-linux-gnu-addr2line", "-a", "-i", "-e"],
-                      "ffffffff8105c57d\nffffffff811f88ad\n")]
-    assert profile.parse_addr2line("0x10\n??:0\n0x20\n/x/y.c:1\n", "") == ["?", "/x/y.c"]
+    monkeypatch.setattr(profile.subprocess, "run", readelf)
+    units = profile.load_units(Path("vmlinux"), ARCHS["aarch64"], TREE)
+    assert units.file(0xffffffff8105c57d) == "kernel/locking/lockdep.c"
+    assert [c[0] for c in asked] == ["aarch64-linux-gnu-readelf"] * 2
+    monkeypatch.setattr(profile.subprocess, "run",
+                        lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, "", ""))
+    with pytest.raises(profile.ProfileError, match="no address ranges of compilation units"):
+        profile.load_units(Path("vmlinux"), ARCHS["aarch64"], TREE)
 
 
 def test_a_profiled_boot_keeps_its_command_line_runnable_and_its_verdict(
@@ -225,15 +298,13 @@ def test_a_profiled_boot_keeps_its_command_line_runnable_and_its_verdict(
 
 
 def test_the_run_adds_its_cells_profiles_up_per_arch(tmp_path) -> None:
-    syms = profile.parse_nm(NM)
-    files = {"__lock_acquire": "kernel/locking/lockdep.c", "sha1_transform": "lib/crypto/sha1.c"}
+    syms = _syms()
     cells = {"x86_64-a": (Counter({0xffffffff8105c600: 30}), 40),
              "x86_64-b": (Counter({0xffffffff811f88b0: 50}), 60),
              "aarch64-a": (Counter({0xffffffff8105c600: 5}), 5)}
     for cell, (pcs, stops) in cells.items():
         (tmp_path / cell).mkdir()
-        p = profile.Profile.of(pcs, stops - sum(pcs.values()), syms, files, stops, 1, 200,
-                               1.0, 0.1)
+        p = profile.Profile.of(pcs, stops - sum(pcs.values()), syms, stops, 1, 200, 1.0, 0.1)
         (tmp_path / cell / "profile.json").write_text(json.dumps(p.to_json()))
     (tmp_path / "x86_64-c").mkdir()          # a cell not profiled
     arches = {"x86_64-a": "x86_64", "x86_64-b": "x86_64", "x86_64-c": "x86_64",
