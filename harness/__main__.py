@@ -274,7 +274,7 @@ def _mutants(args: argparse.Namespace) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         # The runner wrote the reports of what finished, and said where.
-        print("interrupted", file=sys.stderr)
+        print(str(e) or "interrupted", file=sys.stderr)     # "terminated (SIGTERM)"
         sys.exit(EXIT_INFRASTRUCTURE)

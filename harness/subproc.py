@@ -45,19 +45,36 @@ class Stopped(KeyboardInterrupt):
     """A child was to start after the run began to stop."""
 
 
-_lock = threading.Lock()
+# Reentrant: the signal handler's stop() may interrupt the main thread
+# inside popen() or forget().
+_lock = threading.RLock()
 _live: set[subprocess.Popen] = set()
 _stopping = [""]        # why the run stops; "" while it runs
+# The main thread is in popen(), between deciding to start a child and
+# knowing it: a signal then is raised when popen() returns, or the child
+# would start unknown to stop() and outlive the run.
+_main_starting = [False]
+_deferred = [""]
 
 
 def popen(cmd: list[str], **kwargs) -> subprocess.Popen:
     """subprocess.Popen, known to stop(); raises Stopped once the run
     stops.  The caller waits for it and then calls forget()."""
+    main = threading.current_thread() is threading.main_thread()
     with _lock:
         if _stopping[0]:
             raise Stopped(_stopping[0])
-        proc = subprocess.Popen(cmd, **kwargs)
-        _live.add(proc)
+        _main_starting[0] = main
+        try:
+            proc = subprocess.Popen(cmd, **kwargs)
+            _live.add(proc)
+        finally:
+            _main_starting[0] = False
+        if _stopping[0]:
+            proc.send_signal(signal.SIGTERM)    # stop() ran before it was known
+    if main and _deferred[0]:
+        why, _deferred[0] = _deferred[0], ""
+        raise Terminated(why)
     return proc
 
 
@@ -95,10 +112,6 @@ def stop(why: str, sig: int = signal.SIGTERM) -> int:
     return len(live)
 
 
-def stopping() -> str:
-    return _stopping[0]
-
-
 @contextmanager
 def session() -> Iterator[None]:
     """A run: children may start; a SIGTERM or SIGHUP (where not ignored)
@@ -106,7 +119,7 @@ def session() -> Iterator[None]:
     by any exception stops the children still alive (a SIGINT sent to the
     harness alone, or a harness bug, leaves no guest behind)."""
     with _lock:
-        _stopping[0] = ""
+        _stopping[0] = _deferred[0] = ""
     installed = {}
     if threading.current_thread() is threading.main_thread():
         def terminated(signum: int, frame) -> None:
@@ -114,6 +127,9 @@ def session() -> Iterator[None]:
                 return      # already unwinding: let the reports be written
             why = f"terminated ({signal.Signals(signum).name})"
             stop(why)
+            if _main_starting[0]:
+                _deferred[0] = why      # popen() raises it, its child known
+                return
             raise Terminated(why)
 
         for sig in SIGNALS:

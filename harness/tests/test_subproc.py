@@ -65,6 +65,30 @@ def test_a_session_starts_children_again_and_keeps_an_ignored_signal_ignored() -
         signal.signal(signal.SIGHUP, old)
 
 
+def test_a_signal_while_the_main_thread_starts_a_child_stops_that_child_too(
+        monkeypatch) -> None:
+    """SIGTERM lands inside popen(), after the child exists and before the
+    run knows it: popen() raises Terminated only once the child is known
+    and signalled, never leaving it to outlive the run."""
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen_then_signal(cmd, **kwargs):
+        proc = real_popen(cmd, **kwargs)
+        started.append(proc)
+        os.kill(os.getpid(), signal.SIGTERM)    # handled at the next bytecode
+        return proc
+
+    monkeypatch.setattr(subproc.subprocess, "Popen", popen_then_signal)
+    with pytest.raises(subproc.Terminated, match=r"terminated \(SIGTERM\)"):
+        with subproc.session():
+            subproc.popen(["sleep", "30"])
+    (proc,) = started
+    assert proc.wait(timeout=10) == -signal.SIGTERM
+    assert proc in subproc._live
+    subproc.forget(proc)
+
+
 # A run of two cells whose "QEMU" writes its pid and sleeps: the real
 # runner, qemu.boot() and signal handling, with only the emulator faked.
 RUN = textwrap.dedent("""\
