@@ -271,12 +271,15 @@ class KernelSymbols:
 
     def function(self, pc: int) -> str:
         """The name of the function at pc; a name several units define
-        goes with its unit's file, name@file, one function per copy."""
+        goes with its unit's file, name@file, one function per copy (all
+        copies are one where the units are unknown)."""
         i = bisect.bisect_right(self.addrs, pc) - 1
         if i < 0:
             return OUTSIDE
         name = self.names[i]
-        return f"{name}@{self.units.file(self.addrs[i])}" if name in self._shared else name
+        if name in self._shared and self.units.starts:
+            return f"{name}@{self.units.file(self.addrs[i])}"
+        return name
 
     def file(self, pc: int) -> str:
         i = bisect.bisect_right(self.addrs, pc) - 1

@@ -193,8 +193,7 @@ def boot(req: BootRequest, console_log: Path) -> BootOutcome:
         except BaseException:
             # Ctrl-C or a stop of the run: no guest outlives it (a profiled
             # one would stay paused once its sampler is gone).
-            proc.kill()
-            proc.wait()
+            subproc.end(proc, interrupted=False)
             raise
         finally:
             subproc.forget(proc)

@@ -198,14 +198,11 @@ def _reported(build: Path, cells: list[Cell], log: Log,
         rr = RunResult(run_id, run_dir, [])
         try:
             stages(rr)
-        except subproc.Terminated as e:
-            rr.interrupted = str(e)     # "terminated (SIGTERM)"
-            raise
-        except KeyboardInterrupt:
-            rr.interrupted = "interrupted (Ctrl-C)"
-            raise
         except BaseException as e:
-            rr.interrupted = f"{type(e).__name__}: {e}"
+            # "terminated (SIGTERM)", "interrupted (Ctrl-C)", "BuildError: ..."
+            rr.interrupted = (str(e) if isinstance(e, (subproc.Terminated, subproc.Stopped))
+                              else "interrupted (Ctrl-C)" if isinstance(e, KeyboardInterrupt)
+                              else f"{type(e).__name__}: {e}")
             raise
         finally:
             rr.timings["total"] = time.monotonic() - t_start

@@ -14,6 +14,7 @@ none starts after it, and Terminated (a KeyboardInterrupt) unwinds the
 run, which writes the reports of the cells that finished."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -57,6 +58,17 @@ _main_starting = [False]
 _deferred = [""]
 
 
+# How long a child signalled by stop() may take to end its own children
+# (make passes SIGTERM on to its jobs and waits for them) before SIGKILL.
+STOP_GRACE_S = 10.0
+
+
+def _raise_deferred() -> None:
+    if _deferred[0]:
+        why, _deferred[0] = _deferred[0], ""
+        raise Terminated(why)
+
+
 def popen(cmd: list[str], **kwargs) -> subprocess.Popen:
     """subprocess.Popen, known to stop(); raises Stopped once the run
     stops.  The caller waits for it and then calls forget()."""
@@ -68,13 +80,17 @@ def popen(cmd: list[str], **kwargs) -> subprocess.Popen:
         try:
             proc = subprocess.Popen(cmd, **kwargs)
             _live.add(proc)
-        finally:
+        except BaseException:
             _main_starting[0] = False
+            if main:
+                _raise_deferred()   # the signal, not what it cut short
+            raise
+        _main_starting[0] = False
         if _stopping[0]:
             proc.send_signal(signal.SIGTERM)    # stop() ran before it was known
     if main and _deferred[0]:
-        why, _deferred[0] = _deferred[0], ""
-        raise Terminated(why)
+        end(proc, interrupted=True)
+        _raise_deferred()
     return proc
 
 
@@ -83,18 +99,33 @@ def forget(proc: subprocess.Popen) -> None:
         _live.discard(proc)
 
 
+def end(proc: subprocess.Popen, interrupted: bool) -> None:
+    """Ends a child its caller will not wait for: after an interrupt (its
+    signal already sent, by the terminal or stop()) it gets STOP_GRACE_S
+    to end its own children, then, as always, SIGKILL; then forget()."""
+    try:
+        if interrupted:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=STOP_GRACE_S)
+        proc.kill()
+        proc.wait()
+    finally:
+        forget(proc)
+
+
 def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
-    """subprocess.run (its input, stdout, stderr, text, cwd and env
-    arguments) for a child that stop() signals."""
+    """subprocess.run (its stdout, stderr, text, cwd and env arguments)
+    for a child that stop() signals."""
     proc = popen(cmd, **kwargs)
     try:
         out, err = proc.communicate()
-    except BaseException:
-        proc.kill()
-        proc.wait()
+    except KeyboardInterrupt:
+        end(proc, interrupted=True)
         raise
-    finally:
-        forget(proc)
+    except BaseException:
+        end(proc, interrupted=False)
+        raise
+    forget(proc)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 

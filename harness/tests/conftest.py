@@ -5,6 +5,15 @@ from pathlib import Path
 
 import pytest
 
+from harness import subproc
+
+
+@pytest.fixture(autouse=True)
+def _children_may_start():
+    """A run stopped by a test leaves its stop in force (a stopping
+    process starts no child); the next test is a new process's run."""
+    subproc._stopping[0] = subproc._deferred[0] = ""
+
 
 @pytest.fixture
 def pristine(tmp_path: Path) -> Path:

@@ -18,6 +18,7 @@ from harness.runner import BuiltKernel
 # functions a profiled x86_64 cell spent most samples in.
 NM = """\
 ffffffff81000000 T _stext
+ffffffff810594fa t lookup_chain_cache
 ffffffff8105c3f3 T debug_check_no_locks_freed
 ffffffff8105c4fb T debug_check_no_locks_held
 ffffffff8105c57d t __lock_acquire
@@ -223,6 +224,7 @@ def test_each_function_goes_by_the_unit_that_emitted_it() -> None:
     lockdep.c and dcache.c's in dcache.c, two functions; lookup_chain_cache
     goes to lockdep.c, not to the hash.h of hash_64() inlined at its start."""
     syms = _syms()
+    assert syms.file(0xffffffff810594fa) == "kernel/locking/lockdep.c"   # lookup_chain_cache
     assert syms.function(0xffffffff8105c600) == "__lock_acquire"
     assert syms.file(0xffffffff8105c600) == "kernel/locking/lockdep.c"
     assert syms.function(0xffffffff8105d9a0) == "rcu_read_unlock@kernel/locking/lockdep.c"
@@ -231,6 +233,8 @@ def test_each_function_goes_by_the_unit_that_emitted_it() -> None:
     assert syms.file(0xffffffff811f8adc) == "lib/crypto/sha1.c"        # sha1_init
     # Neither blake2s.c nor head_64.S (_stext) is in the excerpt.
     assert syms.file(0xffffffff811f7819) == "?" and syms.file(0xffffffff81000000) == "?"
+    # Without units, the copies are one function.
+    assert profile.parse_nm(NM).function(0xffffffff811083b0) == "rcu_read_unlock"
     p = profile.Profile.of(Counter({0xffffffff8105d9a0: 3, 0xffffffff811083b0: 5,
                                     0xffffffff8105c600: 2}), 0, syms, 10, 1, 200)
     assert p.files == {"rcu_read_unlock@kernel/locking/lockdep.c": "kernel/locking/lockdep.c",

@@ -20,12 +20,6 @@ from harness import subproc
 REPO = Path(__file__).parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _running():
-    yield
-    subproc._stopping[0] = ""   # a stopped session's flag outlives it
-
-
 def _until(what, deadline_s: float = 30.0):
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
@@ -84,9 +78,35 @@ def test_a_signal_while_the_main_thread_starts_a_child_stops_that_child_too(
         with subproc.session():
             subproc.popen(["sleep", "30"])
     (proc,) = started
-    assert proc.wait(timeout=10) == -signal.SIGTERM
-    assert proc in subproc._live
-    subproc.forget(proc)
+    assert proc.returncode == -signal.SIGTERM       # ended, and reaped
+    assert proc not in subproc._live
+
+
+def test_a_make_stopped_by_sigterm_ends_its_jobs_first(tmp_path: Path) -> None:
+    """make passes SIGTERM on to its jobs and waits for them: it gets the
+    time to, rather than a SIGKILL that would orphan them (a kernel
+    build's compilers, bench's inner 'make run' and its guests)."""
+    pidfile = tmp_path / "job.pid"
+    (tmp_path / "Makefile").write_text(f"all:\n\techo $$$$ > {pidfile}; exec sleep 37\n")
+
+    def signal_once_the_job_runs() -> None:
+        end = time.monotonic() + 30
+        while not (pidfile.is_file() and pidfile.read_text().strip()):
+            if time.monotonic() > end:
+                return
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    t = threading.Thread(target=signal_once_the_job_runs)
+    t.start()
+    with pytest.raises(subproc.Terminated):
+        with subproc.session():
+            subproc.run(["make", "-s", "-C", str(tmp_path)], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT)
+    t.join()
+    job = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):     # make ended and reaped it
+        os.kill(job, 0)
 
 
 # A run of two cells whose "QEMU" writes its pid and sleeps: the real
