@@ -20,6 +20,15 @@ from harness import subproc
 REPO = Path(__file__).parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _default_signals():
+    """As from a terminal, whatever runs the tests (nohup ignores SIGHUP)."""
+    old = {sig: signal.signal(sig, signal.SIG_DFL) for sig in subproc.SIGNALS}
+    yield
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
+
+
 def _until(what, deadline_s: float = 30.0):
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
@@ -112,8 +121,12 @@ def test_a_make_stopped_by_sigterm_ends_its_jobs_first(tmp_path: Path) -> None:
 # A run of two cells whose "QEMU" writes its pid and sleeps: the real
 # runner, qemu.boot() and signal handling, with only the emulator faked.
 RUN = textwrap.dedent("""\
-    import dataclasses, sys
+    import dataclasses, signal, sys
     from pathlib import Path
+    # As from a terminal: the tests may run under nohup (SIGHUP ignored,
+    # which a run keeps ignoring).
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     sys.path.insert(0, {repo!r})
     from harness import matrix, qemu, runner
     from harness.archs import ARCHS
