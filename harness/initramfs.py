@@ -21,7 +21,6 @@ from pathlib import Path
 from . import keys, subproc
 from .archs import Arch
 from .errors import BuildError, DependencyError
-from .subproc import clean_env
 
 # Copied from the kernel tree next to our selftests/ (never into the repo).
 KSELFTEST_FILES = ("lib.mk", "kselftest_harness.h", "kselftest.h",
@@ -56,7 +55,7 @@ def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) 
     cmd = ["make", "-C", str(stage), f"-j{jobs}", "all", f"CROSS_COMPILE={arch.cross_compile}"]
     try:
         proc = subproc.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, env=clean_env())
+                           text=True, env=subproc.clean_env())
     except FileNotFoundError:
         raise DependencyError("make not found: run 'make deps'") from None
     log.write_text("$ " + " ".join(cmd) + "\n" + proc.stdout)
@@ -225,7 +224,7 @@ def build_tool(repo: Path, build: Path, arch: Arch, name: str) -> Path:
     cmd = [arch.cc, "-static", "-O2", "-Wall", "-Werror", "-o", str(out), str(src)]
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              env=clean_env())
+                              env=subproc.clean_env())
     except FileNotFoundError:
         raise DependencyError(f"{arch.cc} not found: run 'make deps'") from None
     if proc.returncode:

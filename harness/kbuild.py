@@ -37,7 +37,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import kconfig, ktree, subproc
-from .subproc import clean_env
 from .archs import Arch
 from .errors import BuildError, ConfigError, DependencyError
 
@@ -99,7 +98,7 @@ def _run(cmd: list[str], log: Path, what: str, cwd: Path | None = None) -> str:
         f.flush()
         try:
             proc = subproc.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, env=clean_env())
+                               stderr=subprocess.STDOUT, text=True, env=subproc.clean_env())
         except FileNotFoundError:
             raise DependencyError(f"{what}: {cmd[0]} not found; run 'make deps'") from None
         f.write(proc.stdout)

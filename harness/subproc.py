@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import threading
-from contextlib import contextmanager
 from typing import Iterator
 
 
@@ -143,7 +142,7 @@ def stop(why: str, sig: int = signal.SIGTERM) -> int:
     return len(live)
 
 
-@contextmanager
+@contextlib.contextmanager
 def session() -> Iterator[None]:
     """A run: children may start; a SIGTERM or SIGHUP (where not ignored)
     stops them and raises Terminated in the main thread; a run that ends
