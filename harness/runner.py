@@ -714,10 +714,13 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, initrd, disk, cmdline, accel,
                            matrix.memory, matrix.timeout * flavor.timeout_factor, flavor.cpus,
                            ready=ktap.began,
-                           ready_timeout_s=matrix.boot_timeout * flavor.timeout_factor)
+                           ready_timeout_s=matrix.boot_timeout * flavor.timeout_factor,
+                           dump=disk.with_suffix(".kmsg"))
     suffix = "" if n == 1 else f"-{n}"
     (out / f"qemu-cmdline{suffix}.sh").write_text(
-        "#!/bin/sh\n# Boots this cell again by hand.\n" + qemu.shell_quoted(qemu.command(req)) + "\n")
+        "#!/bin/sh\n# Boots this cell again by hand.  The kernel log's dump at the end goes\n"
+        f"# to {req.dump} (its text ends at the first NUL byte).\n"
+        + qemu.shell_quoted(qemu.command(req)) + "\n")
     console = f"console{suffix}.log"
 
     def booted() -> qemu.BootOutcome:

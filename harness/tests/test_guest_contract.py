@@ -33,10 +33,18 @@ def test_init_answers_the_kvm_probe() -> None:
 
 
 def test_init_dumps_the_whole_kernel_log_between_the_markers_the_reader_expects() -> None:
-    dump = re.search(rf"echo '{re.escape(kernlog.DUMP_BEGIN)}'\nkmsg-dump\n"
-                     r'echo "(<<< ima-selftest kmsg end rc=)\$\?( >>>)"', INIT)
+    # To the dump disk (found by its serial) where there is one, a NUL after
+    # it; else to the console.  Between the markers either way, with
+    # kmsg-dump's exit status.
+    dump = re.search(rf"echo '{re.escape(kernlog.DUMP_BEGIN)}'\n"
+                     r'if \[ -n "\$dump" \]; then\n'
+                     r"\t\{ kmsg-dump; dumped=\$\?; printf '\\000'; \} > \"\$dump\"\n"
+                     r"else\n\tkmsg-dump\n\tdumped=\$\?\nfi\n"
+                     r'echo "(<<< ima-selftest kmsg end rc=)\$dumped( >>>)"', INIT)
     assert dump, "init must run kmsg-dump between the dump markers, with its exit status"
     assert kernlog.DUMP_END.fullmatch(f"{dump[1]}0{dump[2]}")
+    assert qemu.DUMP_BEGIN.decode() == kernlog.DUMP_BEGIN
+    assert f'[ "$serial" = {qemu.DUMP_SERIAL} ] && dump=/dev/' in INIT
     assert "quiet_from" not in INIT
 
 

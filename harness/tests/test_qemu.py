@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ktap, qemu
+from harness import kernlog, ktap, qemu
 from harness.archs import ARCHS
 
 
@@ -126,3 +126,75 @@ def test_an_interrupted_boot_leaves_no_guest_behind(tmp_path: Path) -> None:
     pid = int(pidfile.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+# ---- the kernel log's dump on a disk of its own ------------------------------
+
+# A real x86_64 stock enforce-custom console whose init printed the dump
+# over the console (2026-12-04): cut into what the console carries now and
+# what the guest writes to the dump disk, it must come back whole.
+WHOLE = DATA / "real_x86_64_stock_enforce_custom_whole_log.log"
+
+
+def _cut(whole: bytes) -> tuple[bytes, bytes]:
+    """The console without the dump's lines, and the dump as init writes it
+    to its disk (LF line ends, a NUL, and whatever an earlier boot left)."""
+    begin = whole.index(qemu.DUMP_BEGIN + b"\r\n") + len(qemu.DUMP_BEGIN) + 2
+    end = whole.index(b"<<< ima-selftest kmsg end")
+    dump = whole[begin:end].replace(b"\r\n", b"\n")
+    return whole[:begin] + whole[end:], dump + b"\0kmsg 9999,4 [ 1.0] stale\n"
+
+
+def test_the_dump_goes_back_between_its_markers(tmp_path: Path) -> None:
+    whole = WHOLE.read_bytes()
+    console, disk = _cut(whole)
+    (tmp_path / "dump").write_bytes(disk)
+    lines = console.count(b"\n")
+    times = [float(i) for i in range(lines)]
+    spliced = qemu.splice_dump(console, times, qemu.read_dump(tmp_path / "dump"))
+    assert spliced == whole
+    assert len(times) == whole.count(b"\n")
+    # The dump's lines take the time of its end marker, which follows them.
+    end_line = whole[:whole.index(b"<<< ima-selftest kmsg end")].count(b"\n")
+    begin_line = whole[:whole.index(qemu.DUMP_BEGIN)].count(b"\n")
+    assert times[begin_line] == begin_line
+    assert set(times[begin_line + 1:end_line + 1]) == {float(begin_line + 1)}
+    log = kernlog.read(spliced.decode())
+    assert log.from_dump and not log.problems
+
+
+def test_no_dump_marker_or_an_empty_dump_changes_nothing() -> None:
+    whole = WHOLE.read_bytes()
+    console, _ = _cut(whole)
+    hung = console[:console.index(qemu.DUMP_BEGIN)]
+    times = [1.0, 2.0]
+    assert qemu.splice_dump(hung, times, b"kmsg 0,6 [    0.000000] Linux\r\n") is hung
+    assert qemu.splice_dump(console, times, b"") is console
+    assert times == [1.0, 2.0]
+
+
+def test_boot_reads_the_dump_from_its_disk(tmp_path: Path) -> None:
+    """A stand-in guest that writes its dump where QEMU's -drive id=kmsg
+    points, as initramfs/init does through the virtio disk."""
+    script = r"""
+for a; do case $a in file=*,id=kmsg) f=${a#file=}; f=${f%%,*};; esac; done
+[ "$(wc -c < "$f")" -eq 67108864 ] || echo "dump disk not made"
+echo '<<< ima-selftest end rc=0 >>>'
+echo '<<< ima-selftest kmsg >>>'
+printf 'kmsg 0,5 [    0.000000] Linux version\nkmsg 1,4 [    0.1] x\0junk' |
+	dd of="$f" conv=notrunc status=none
+echo '<<< ima-selftest kmsg end rc=0 >>>'
+"""
+    req = dataclasses.replace(_fake(tmp_path, script), dump=tmp_path / "cell.kmsg")
+    (tmp_path / "cell.kmsg").write_bytes(b"left by an earlier boot" * 10)
+    out = qemu.boot(req, tmp_path / "console.log")
+    assert out.console == ("<<< ima-selftest end rc=0 >>>\n"
+                           "<<< ima-selftest kmsg >>>\n"
+                           "kmsg 0,5 [    0.000000] Linux version\n"
+                           "kmsg 1,4 [    0.1] x\n"
+                           "<<< ima-selftest kmsg end rc=0 >>>\n")
+    assert (tmp_path / "console.log").read_text() == out.console
+    assert len(out.line_times) == 5
+    assert "-drive" in out.command and f"file={tmp_path / 'cell.kmsg'},format=raw,if=none,id=kmsg" \
+        in out.command
+    assert "virtio-blk-pci,drive=kmsg,serial=ima-kmsg" in out.command
