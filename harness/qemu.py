@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import subproc
+from . import kernlog, subproc
 from .archs import Arch
 from .errors import BootError, DependencyError
 
@@ -34,7 +34,7 @@ SCRATCH_SIZE = "64M"
 # that the log reads as if the console had carried it.
 DUMP_SERIAL = "ima-kmsg"
 DUMP_SIZE = 64 << 20
-DUMP_BEGIN = b"<<< ima-selftest kmsg >>>"
+DUMP_BEGIN = kernlog.DUMP_BEGIN.encode()
 
 
 @dataclass(frozen=True)

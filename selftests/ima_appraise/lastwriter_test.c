@@ -268,13 +268,9 @@ TEST_F(last_writer, closed_with_another)
 		{
 			TH_LOG("close_range: %s", strerror(errno));
 		}
-		if (cell_appraises(&self->env.cell)) {
-			want_len = ima_hash_xattr(&self->env.cell, content,
-						  strlen(content), want);
-		} else {
-			want_len = self->env.good_len;
-			memcpy(want, self->env.good, want_len);
-		}
+		want_len = label_after_close(&self->env.cell, content,
+					     self->env.good,
+					     self->env.good_len, want);
 		seen_len = get_ima(self->env.path, seen, sizeof(seen));
 		if (seen_len == (ssize_t)want_len &&
 		    !memcmp(want, seen, want_len))

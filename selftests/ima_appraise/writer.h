@@ -24,25 +24,34 @@ static inline void pwrite_all(struct __test_metadata *const _metadata, int fd,
 }
 
 /*
- * After the last writer of path closed it with contents data: IMA wrote
- * the hash of data where the cell appraises, and left the value it had
- * before (old, or none if old_len is 0) where it does not.
+ * What security.ima must be after the last writer of a file closed it with
+ * contents data: the hash of data where the cell appraises, the value it
+ * had before (old, or none if old_len is 0) where it does not.  Puts it in
+ * want and returns its length, 0 for none.
  */
+static inline size_t label_after_close(const struct cell *cell,
+				       const char *data, const uint8_t *old,
+				       size_t old_len, uint8_t *want)
+{
+	if (cell_appraises(cell))
+		return ima_hash_xattr(cell, data, strlen(data), want);
+	if (old_len)
+		memcpy(want, old, old_len);
+	return old_len;
+}
+
+/* After the last writer of path closed it: label_after_close(). */
 static inline void expect_labelled_after_close(
 	struct __test_metadata *const _metadata, const struct cell *cell,
 	const char *path, const char *data, const uint8_t *old, size_t old_len)
 {
 	uint8_t want[IMA_XATTR_MAX];
-	size_t len;
+	size_t len = label_after_close(cell, data, old, old_len, want);
 
-	if (cell_appraises(cell)) {
-		len = ima_hash_xattr(cell, data, strlen(data), want);
+	if (len)
 		expect_ima_is(_metadata, path, want, len);
-	} else if (old_len) {
-		expect_ima_is(_metadata, path, old, old_len);
-	} else {
+	else
 		expect_no_ima(_metadata, path);
-	}
 }
 
 /*
