@@ -31,28 +31,44 @@ KSELFTEST_FILES = ("lib.mk", "kselftest_harness.h", "kselftest.h",
 SOURCE_MTIME, BINARY_MTIME = 1, 2
 
 
-def _copy_if_changed(src: Path, dst: Path) -> None:
+def _copy_if_changed(src: Path, dst: Path) -> bool:
+    """True if dst was written."""
     if dst.is_file() and dst.read_bytes() == src.read_bytes():
-        return
+        return False
     dst.parent.mkdir(parents=True, exist_ok=True)
     # A fresh mtime, not src's: the stage is shared by every worktree that
     # uses this build directory, and a source older than the binary another
     # worktree built there would not be recompiled.
     shutil.copy(src, dst)
+    return True
+
+
+# lib.mk's binaries depend on their sources, not on the rules and flags
+# that build them: a change to one of these rebuilds every program.
+_RULE_FILES = ("Makefile", "lib.mk")
 
 
 def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) -> Path:
     stage = build / "selftests" / arch.name
     src = repo / "selftests"
+    changed = []
     for f in src.rglob("*"):
-        if f.is_file():
-            _copy_if_changed(f, stage / f.relative_to(src))
+        if f.is_file() and _copy_if_changed(f, stage / f.relative_to(src)):
+            changed.append(f.name)
     ksft = tree / "tools" / "testing" / "selftests"
     for name in KSELFTEST_FILES:
-        _copy_if_changed(ksft / name, stage / name)
+        if _copy_if_changed(ksft / name, stage / name):
+            changed.append(Path(name).name)
     log = build / "logs" / f"selftests-{arch.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = ["make", "-C", str(stage), f"-j{jobs}", "all", f"CROSS_COMPILE={arch.cross_compile}"]
+    # A stage left by an interrupted rebuild keeps its mark until a
+    # rebuild of all succeeds.
+    rebuild_all = stage / ".rebuild-all"
+    if any(name in _RULE_FILES for name in changed):
+        rebuild_all.touch()
+    if rebuild_all.exists():
+        cmd.insert(3, "--always-make")
     try:
         proc = subproc.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, env=subproc.clean_env())
@@ -64,6 +80,7 @@ def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) 
                 if "not found" in proc.stdout or "No such file" in proc.stdout else "")
         raise BuildError(f"building the selftests for {arch.name} failed{hint}; log: {log}\n"
                          + "\n".join(proc.stdout.splitlines()[-25:]))
+    rebuild_all.unlink(missing_ok=True)
     keys.stage_guest_keys(keys.ensure(build), stage)   # certificates and signatures, no keys
     return stage
 

@@ -3,6 +3,8 @@ one drifted, every test would SKIP or every result would be lost."""
 from __future__ import annotations
 
 import re
+
+import pytest
 from pathlib import Path
 
 from harness import kernlog, ktap, qemu
@@ -92,3 +94,46 @@ def test_a_changed_source_is_staged_newer_than_a_binary_built_before(tmp_path) -
 def test_init_reads_the_program_selection() -> None:
     assert f"progs=$(param {qemu.PROGRAMS_PARAM})" in INIT
     assert 'TEST_GEN_PROGS="$progs"' in INIT
+
+
+def test_a_changed_build_rule_rebuilds_every_program(tmp_path, monkeypatch) -> None:
+    # lib.mk's programs depend on their sources only: a changed Makefile
+    # (flags) or lib.mk must rebuild them all, an edited source only itself,
+    # and a rebuild that failed is done again the next time.
+    import subprocess
+    from harness import initramfs, keys, subproc
+    from harness.archs import ARCHS
+    from harness.errors import BuildError
+    repo, tree, build = tmp_path / "repo", tmp_path / "tree", tmp_path / "build"
+    (repo / "selftests" / "ima_appraise").mkdir(parents=True)
+    (repo / "selftests" / "Makefile").write_text("all:\n")
+    (repo / "selftests" / "ima_appraise" / "Makefile").write_text("CFLAGS += -O2\n")
+    (repo / "selftests" / "ima_appraise" / "a.c").write_text("int x;\n")
+    ksft = tree / "tools" / "testing" / "selftests"
+    for name in initramfs.KSELFTEST_FILES:
+        (ksft / name).parent.mkdir(parents=True, exist_ok=True)
+        (ksft / name).write_text(name)
+    monkeypatch.setattr(keys, "ensure", lambda build: None)
+    monkeypatch.setattr(keys, "stage_guest_keys", lambda k, stage: None)
+    cmds, rc = [], [0]
+    monkeypatch.setattr(subproc, "run", lambda cmd, **kw: (
+        cmds.append(cmd), subprocess.CompletedProcess(cmd, rc[0], stdout=""))[1])
+
+    def build_once() -> bool:
+        initramfs.build_selftests(repo, tree, ARCHS["x86_64"], build, jobs=2)
+        return "--always-make" in cmds[-1]
+
+    assert build_once()                     # a new stage
+    assert not build_once()                 # nothing changed
+    (repo / "selftests" / "ima_appraise" / "a.c").write_text("int y;\n")
+    assert not build_once()                 # lib.mk's own rule rebuilds a.c
+    (repo / "selftests" / "ima_appraise" / "Makefile").write_text("CFLAGS += -Os\n")
+    rc[0] = 2
+    with pytest.raises(BuildError):
+        build_once()
+    assert "--always-make" in cmds[-1]
+    rc[0] = 0
+    assert build_once()                     # the failed rebuild, again
+    assert not build_once()
+    (ksft / "lib.mk").write_text("changed")
+    assert build_once()
