@@ -31,16 +31,14 @@ KSELFTEST_FILES = ("lib.mk", "kselftest_harness.h", "kselftest.h",
 SOURCE_MTIME, BINARY_MTIME = 1, 2
 
 
-def _copy_if_changed(src: Path, dst: Path) -> bool:
-    """True if dst was written."""
+def _copy_if_changed(src: Path, dst: Path) -> None:
     if dst.is_file() and dst.read_bytes() == src.read_bytes():
-        return False
+        return
     dst.parent.mkdir(parents=True, exist_ok=True)
     # A fresh mtime, not src's: the stage is shared by every worktree that
     # uses this build directory, and a source older than the binary another
     # worktree built there would not be recompiled.
     shutil.copy(src, dst)
-    return True
 
 
 # lib.mk's binaries depend on their sources, not on the rules and flags
@@ -51,22 +49,21 @@ _RULE_FILES = ("Makefile", "lib.mk")
 def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) -> Path:
     stage = build / "selftests" / arch.name
     src = repo / "selftests"
-    changed = []
-    for f in src.rglob("*"):
-        if f.is_file() and _copy_if_changed(f, stage / f.relative_to(src)):
-            changed.append(f.name)
     ksft = tree / "tools" / "testing" / "selftests"
-    for name in KSELFTEST_FILES:
-        if _copy_if_changed(ksft / name, stage / name):
-            changed.append(Path(name).name)
+    # Marked before a new rule file is staged, unmarked once a rebuild of
+    # all succeeded: a run stopped in between (a failed build, Ctrl-C)
+    # leaves the mark for the next one.
+    rebuild_all = stage / ".rebuild-all"
+    files = [(f, stage / f.relative_to(src)) for f in src.rglob("*") if f.is_file()]
+    files += [(ksft / name, stage / name) for name in KSELFTEST_FILES]
+    for f, dst in files:
+        if dst.name in _RULE_FILES and not (dst.is_file() and dst.read_bytes() == f.read_bytes()):
+            stage.mkdir(parents=True, exist_ok=True)
+            rebuild_all.touch()
+        _copy_if_changed(f, dst)
     log = build / "logs" / f"selftests-{arch.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = ["make", "-C", str(stage), f"-j{jobs}", "all", f"CROSS_COMPILE={arch.cross_compile}"]
-    # A stage left by an interrupted rebuild keeps its mark until a
-    # rebuild of all succeeds.
-    rebuild_all = stage / ".rebuild-all"
-    if any(name in _RULE_FILES for name in changed):
-        rebuild_all.touch()
     if rebuild_all.exists():
         cmd.insert(3, "--always-make")
     try:

@@ -137,3 +137,31 @@ def test_a_changed_build_rule_rebuilds_every_program(tmp_path, monkeypatch) -> N
     assert not build_once()
     (ksft / "lib.mk").write_text("changed")
     assert build_once()
+
+
+def test_a_rule_file_staged_by_a_run_that_stopped_still_rebuilds(tmp_path, monkeypatch) -> None:
+    # The new Makefile reached the stage, then the run stopped before make
+    # (here: a file of the kernel tree missing): the next run rebuilds all.
+    from harness import initramfs, keys, subproc
+    from harness.archs import ARCHS
+    import subprocess
+    repo, tree, build = tmp_path / "repo", tmp_path / "tree", tmp_path / "build"
+    (repo / "selftests").mkdir(parents=True)
+    (repo / "selftests" / "Makefile").write_text("all:\n")
+    ksft = tree / "tools" / "testing" / "selftests"
+    for name in initramfs.KSELFTEST_FILES:
+        (ksft / name).parent.mkdir(parents=True, exist_ok=True)
+        (ksft / name).write_text(name)
+    monkeypatch.setattr(keys, "ensure", lambda build: None)
+    monkeypatch.setattr(keys, "stage_guest_keys", lambda k, stage: None)
+    cmds = []
+    monkeypatch.setattr(subproc, "run", lambda cmd, **kw: (
+        cmds.append(cmd), subprocess.CompletedProcess(cmd, 0, stdout=""))[1])
+    initramfs.build_selftests(repo, tree, ARCHS["x86_64"], build, jobs=2)
+    (repo / "selftests" / "Makefile").write_text("all:\n\t@true\n")
+    (ksft / "kselftest.h").unlink()
+    with pytest.raises(FileNotFoundError):
+        initramfs.build_selftests(repo, tree, ARCHS["x86_64"], build, jobs=2)
+    (ksft / "kselftest.h").write_text("back")
+    initramfs.build_selftests(repo, tree, ARCHS["x86_64"], build, jobs=2)
+    assert "--always-make" in cmds[-1]

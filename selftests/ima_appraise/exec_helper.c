@@ -4,9 +4,9 @@
  *
  * Every exec case copies it, hashes it for the label it expects and has
  * IMA hash it again, under TCG: where it has a _start of its own here it
- * is linked without libc (the Makefile), a few hundred bytes instead of a
- * static glibc's 700 KB, which cost each such case 50 ms of copying and
- * hashing.  Elsewhere it is a plain C program.
+ * is linked without libc (the Makefile): 4.8 KB on x86_64, 1.2 KB on
+ * arm64, instead of a static glibc's 760 KB, which cost each such case
+ * about 50 ms of copying and hashing.  Elsewhere it is a plain C program.
  */
 #if defined(__x86_64__) && defined(EXEC_HELPER_NOLIBC)
 __asm__(".globl _start\n"
