@@ -5,7 +5,9 @@ The selftests are staged under build/selftests/<arch>/ as a small copy of
 tools/testing/selftests (our selftests/ plus lib.mk, kselftest_harness.h
 and kselftest/ from the extracted kernel tree) and compiled there, so the
 guest's /selftests is exactly what a user would run by hand:
-'make -C /selftests run_tests'.
+'make -C /selftests run_tests'.  The guests run it so in a few cells of
+each kernel, and through ksft-run (initramfs/ksft-run.c, the same output
+in fewer processes) in the others (initramfs/init).
 """
 from __future__ import annotations
 
@@ -78,8 +80,33 @@ def build_selftests(repo: Path, tree: Path, arch: Arch, build: Path, jobs: int) 
         raise BuildError(f"building the selftests for {arch.name} failed{hint}; log: {log}\n"
                          + "\n".join(proc.stdout.splitlines()[-25:]))
     rebuild_all.unlink(missing_ok=True)
+    _write_test_list(stage, arch, log)
     keys.stage_guest_keys(keys.ensure(build), stage)   # certificates and signatures, no keys
     return stage
+
+
+# "<target>:<program>" per line, in run_tests' order: what the guest's
+# ksft-run boots (initramfs/init), as kselftest's 'make install' lists them.
+TEST_LIST = "kselftest-list.txt"
+
+
+def _write_test_list(stage: Path, arch: Arch, log: Path) -> None:
+    cmd = ["make", "-s", "--no-print-directory", "-C", str(stage), "emit_tests",
+           f"CROSS_COMPILE={arch.cross_compile}"]
+    proc = subproc.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=subproc.clean_env())
+    lines = proc.stdout.splitlines()
+    if proc.returncode or not lines or not all(re.fullmatch(r"[\w.-]+:[\w.+-]+", x)
+                                               for x in lines):
+        with log.open("a") as f:
+            f.write("$ " + " ".join(cmd) + "\n" + proc.stdout)
+        raise BuildError(f"listing the selftest programs for {arch.name} ('make emit_tests' in "
+                         f"{stage}) failed or printed something else than <target>:<program> "
+                         f"lines; log: {log}\n" + "\n".join(lines[-10:]))
+    out = stage / TEST_LIST
+    text = "\n".join(lines) + "\n"
+    if not (out.is_file() and out.read_text() == text):
+        out.write_text(text)
 
 
 # ---- guest userland -------------------------------------------------------
@@ -220,9 +247,11 @@ def _fingerprint(files: list[Path]) -> str:
 
 # The guest's own programs, initramfs/<name>.c, and where they go: what
 # prints the guest's whole kernel log after the tests (harness/kernlog.py),
-# and the timeout kselftest's runner.sh calls (GNU's behaviour, tested in
-# harness/tests/test_timeout.py).
-TOOLS = {"kmsg-dump": "usr/bin/kmsg-dump", "timeout": "usr/bin/timeout"}
+# the timeout kselftest's runner.sh calls (GNU's behaviour, tested in
+# harness/tests/test_timeout.py), and what runs the programs as runner.sh
+# does, in fewer processes (harness/tests/test_ksft_run.py).
+TOOLS = {"kmsg-dump": "usr/bin/kmsg-dump", "timeout": "usr/bin/timeout",
+         "ksft-run": "usr/bin/ksft-run"}
 
 
 def build_tool(repo: Path, build: Path, arch: Arch, name: str) -> Path:

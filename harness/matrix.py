@@ -193,6 +193,20 @@ class Matrix:
     check: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] | None = None
 
 
+def make_path(m: Matrix, cell: Cell) -> bool:
+    """Whether the cell's guest runs its programs as a user would by hand,
+    `make -C /selftests run_tests` (lib.mk and kselftest's runner.sh),
+    rather than through ksft-run, which prints the same in a fraction of
+    the processes (initramfs/init): the cells of its kernel's first mode
+    and policy in the matrix (its first cell's, in axis order).  Every
+    kernel of the matrix has some, and so does every tier: the covering
+    tier boots each arch x variant x mode x policy.  A cell outside the
+    matrix (a mutant's) uses ksft-run."""
+    first = next((c for c in m.cells if (c.arch, c.variant) == (cell.arch, cell.variant)),
+                 None)
+    return first is not None and (first.mode, first.policy) == (cell.mode, cell.policy)
+
+
 def check_known_failures(variant: Variant, tests: Iterable[str]) -> list[str]:
     """Patterns of variant's known failures that name no test."""
     names = list(tests)

@@ -23,6 +23,8 @@ from .errors import BootError, DependencyError
 HARNESS_MARKER = "ima_selftest.harness=1"
 # Runs only the named test programs (initramfs/init).
 PROGRAMS_PARAM = "ima_selftest.progs"
+# Runs them through `make -C /selftests run_tests`, not ksft-run (initramfs/init).
+MAKE_RUNNER = "ima_selftest.runner=make"
 PROBE_MARKER = "<<< ima-selftest probe ok >>>"
 KVM_PROBE_TIMEOUT = 20
 SCRATCH_SIZE = "64M"

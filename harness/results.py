@@ -452,7 +452,8 @@ def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat,
     if run.exit_code:
         problems.append(f"the guest's init reported rc={run.exit_code} (125: scratch disk "
                         "not mounted; see console.log)" if run.exit_code == 125 else
-                        f"make run_tests exited {run.exit_code}")
+                        f"the guest's runner (make run_tests or ksft-run) exited "
+                        f"{run.exit_code}")
     expected_ids = {c.id for c in expected}
     # kselftest_harness.h exits 1 (KSFT_FAIL) when a case said `not ok`,
     # expectedly (xfail) or not: the cases' own results account for that.

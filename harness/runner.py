@@ -707,7 +707,9 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     variant = matrix.variants.get(cell.variant)
     flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
     cmdline = " ".join(filter(None, (qemu.HARNESS_MARKER, flavor.boot_args.get(cell.arch, ""),
-                                     cell.cmdline())))
+                                     cell.cmdline(),
+                                     qemu.MAKE_RUNNER if matrix_mod.make_path(matrix, cell)
+                                     else "")))
     if select:
         # The guest's init runs only these, in this order (initramfs/init).
         cmdline += f" {qemu.PROGRAMS_PARAM}={','.join(programs)}"

@@ -117,11 +117,13 @@ def test_a_changed_build_rule_rebuilds_every_program(tmp_path, monkeypatch) -> N
     monkeypatch.setattr(keys, "stage_guest_keys", lambda k, stage: None)
     cmds, rc = [], [0]
     monkeypatch.setattr(subproc, "run", lambda cmd, **kw: (
-        cmds.append(cmd), subprocess.CompletedProcess(cmd, rc[0], stdout=""))[1])
+        cmds.append(cmd), subprocess.CompletedProcess(
+            cmd, 0 if "emit_tests" in cmd else rc[0],
+            stdout="ima_appraise:a\n" if "emit_tests" in cmd else ""))[1])
 
     def build_once() -> bool:
         initramfs.build_selftests(repo, tree, ARCHS["x86_64"], build, jobs=2)
-        return "--always-make" in cmds[-1]
+        return "--always-make" in [c for c in cmds if "all" in c][-1]
 
     assert build_once()                     # a new stage
     assert not build_once()                 # nothing changed
@@ -131,7 +133,7 @@ def test_a_changed_build_rule_rebuilds_every_program(tmp_path, monkeypatch) -> N
     rc[0] = 2
     with pytest.raises(BuildError):
         build_once()
-    assert "--always-make" in cmds[-1]
+    assert "--always-make" in [c for c in cmds if "all" in c][-1]
     rc[0] = 0
     assert build_once()                     # the failed rebuild, again
     assert not build_once()
@@ -156,7 +158,8 @@ def test_a_rule_file_staged_by_a_run_that_stopped_still_rebuilds(tmp_path, monke
     monkeypatch.setattr(keys, "stage_guest_keys", lambda k, stage: None)
     cmds = []
     monkeypatch.setattr(subproc, "run", lambda cmd, **kw: (
-        cmds.append(cmd), subprocess.CompletedProcess(cmd, 0, stdout=""))[1])
+        cmds.append(cmd), subprocess.CompletedProcess(
+            cmd, 0, stdout="ima_appraise:a\n" if "emit_tests" in cmd else ""))[1])
     initramfs.build_selftests(repo, tree, ARCHS["x86_64"], build, jobs=2)
     (repo / "selftests" / "Makefile").write_text("all:\n\t@true\n")
     (ksft / "kselftest.h").unlink()
@@ -164,4 +167,31 @@ def test_a_rule_file_staged_by_a_run_that_stopped_still_rebuilds(tmp_path, monke
         initramfs.build_selftests(repo, tree, ARCHS["x86_64"], build, jobs=2)
     (ksft / "kselftest.h").write_text("back")
     initramfs.build_selftests(repo, tree, ARCHS["x86_64"], build, jobs=2)
-    assert "--always-make" in cmds[-1]
+    assert "--always-make" in [c for c in cmds if "all" in c][-1]
+
+
+def test_init_runs_ksft_run_on_the_listed_programs_unless_make_is_asked() -> None:
+    from harness import initramfs
+    name, value = qemu.MAKE_RUNNER.split("=")
+    assert f'elif [ "$(param {name})" = {value} ]; then\n\tmake -C /selftests run_tests' in INIT
+    assert "BASE_DIR=/selftests ksft-run $list" in INIT
+    assert INIT.count(f"/selftests/{initramfs.TEST_LIST}") >= 3
+    assert initramfs.TOOLS["ksft-run"] == "usr/bin/ksft-run"
+
+
+def test_the_program_list_is_emit_tests_output_or_an_error(tmp_path, monkeypatch) -> None:
+    import subprocess
+    from harness import initramfs, subproc
+    from harness.archs import ARCHS
+    from harness.errors import BuildError
+    out = ["ima_appraise:open_test\nima_appraise:exec_test\n"]
+    monkeypatch.setattr(subproc, "run", lambda cmd, **kw: subprocess.CompletedProcess(
+        cmd, 0, stdout=out[0]))
+    log = tmp_path / "log"
+    initramfs._write_test_list(tmp_path, ARCHS["x86_64"], log)
+    assert (tmp_path / initramfs.TEST_LIST).read_text() == out[0]
+    for bad in ("", "make: Entering directory '/x'\nima_appraise:open_test\n",
+                "for TEST in a b; do echo; done\n"):
+        out[0] = bad
+        with pytest.raises(BuildError, match="emit_tests"):
+            initramfs._write_test_list(tmp_path, ARCHS["x86_64"], log)

@@ -234,3 +234,24 @@ def test_make_run_says_which_kernels_check_does_not_name(tmp_path: Path) -> None
     assert run.stderr.strip() == (f"ERROR: {path}: check: names none of the "
                                   "selected kernels (aarch64-stock-6.12); use TIER=covering "
                                   "for them")
+
+
+def test_every_kernel_runs_make_run_tests_in_a_few_cells_of_every_tier() -> None:
+    # The user's path (lib.mk and runner.sh) stays booted on every kernel,
+    # in the full matrix and in the check tier; ksft-run takes the rest.
+    m = _repo_matrix()
+    kernels = _projection(m.cells, "arch", "variant")
+    for tier in ("full", "check"):
+        cells = matrix.tier_cells(m, tier)
+        by_make = [c for c in cells if matrix.make_path(m, c)]
+        named = _projection(cells, "arch", "variant")
+        assert _projection(by_make, "arch", "variant") == named, tier
+        assert len(by_make) <= len(cells) // 5, tier
+    assert len(kernels) > 4
+    full = [c for c in m.cells if matrix.make_path(m, c)]
+    # Its first mode and policy: every such cell of the kernel, none other.
+    for c in m.cells:
+        first = next(f for f in m.cells if (f.arch, f.variant) == (c.arch, c.variant))
+        assert (c in full) == ((c.mode, c.policy) == (first.mode, first.policy))
+    assert not matrix.make_path(m, Cell("x86_64", "m0001-not-in-the-matrix", "enforce",
+                                        "builtin"))
