@@ -136,17 +136,23 @@ static char *xstrdup(const char *s)
 	return p;
 }
 
+static int xvasprintf(char **s, const char *fmt, va_list ap)
+{
+	int n = vasprintf(s, fmt, ap);
+
+	if (n < 0)
+		fail("out of memory");
+	return n;
+}
+
 static char *xasprintf(const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
-	int n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	xvasprintf(&s, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		fail("out of memory");
 	return s;
 }
 
@@ -179,10 +185,8 @@ static void say(const char *fmt, ...)
 	int n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	n = xvasprintf(&s, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		fail("out of memory");
 	out(s, n);
 	free(s);
 }

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.tests.test_timeout import _kill, _running
+
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).resolve().parent / "test_data" / "kselftest-6.1"
 SRC = REPO / "initramfs" / "ksft-run.c"
@@ -431,31 +433,3 @@ def test_no_fd_of_ksft_run_reaches_the_test(runs) -> None:
     assert fds["0"].endswith("/stdin-fds.sh"), fds
     pipes = [fd for fd, target in fds.items() if target.startswith("pipe:")]
     assert sorted(pipes) == ["1", "2"], fds
-
-
-def _state(pid: int) -> str:
-    """The process's state letter (R, S, Z, ...) from /proc/<pid>/stat."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
-
-def _running(pid: int) -> bool:
-    # The sleep was the script's child: once it is dead its parent (sh,
-    # gone too) left it to be reaped by init; a zombie is not running.
-    for _ in range(1000):
-        try:
-            state = _state(pid)
-        except FileNotFoundError:
-            return False
-        if state == "Z":
-            return False
-        if state != "R":
-            return True
-        time.sleep(0.01)    # still being scheduled: look again
-    return True
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
