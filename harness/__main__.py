@@ -180,8 +180,9 @@ def _boot(args: argparse.Namespace) -> int:
         # known_failures come from the matrix file: another one judges otherwise.
         raise HarnessError(f"{args.matrix} differs from the one {man.path} was built "
                            "with: boot from the same commit as the build stage")
-    m = dataclasses.replace(m, timeout=man.timeout, boot_timeout=man.boot_timeout,
-                            memory=man.memory)
+    # The build's selection (make_path() goes by it), limits and memory.
+    m = dataclasses.replace(matrix_mod.narrowed(m, man.cells), timeout=man.timeout,
+                            boot_timeout=man.boot_timeout, memory=man.memory)
     shard = matrix_mod.partition(man.cells, n, man.expected_s)[i - 1]
     print(f"shard {i}/{n}: {len(shard)} of {len(man.cells)} cell(s), "
           f"{sum(man.expected_s[c.id] for c in shard):.0f}s expected")

@@ -1,10 +1,10 @@
 """Parse a guest's serial console into kselftest results.
 
-The guest init prints BEGIN_MARKER, runs `make -C /selftests run_tests` and
-prints "<<< ima-selftest end rc=N >>>" with make's exit code.  In between,
-tools/testing/selftests/kselftest/runner.sh prints one top-level TAP result
-per test binary (a "suite" here) and prefixes the binary's own TAP output with
-"# ":
+The guest init prints BEGIN_MARKER, runs `make -C /selftests run_tests` or
+ksft-run (initramfs/init) and prints "<<< ima-selftest end rc=N >>>" with its
+exit code.  In between, tools/testing/selftests/kselftest/runner.sh (or
+ksft-run, which prints the same) prints one top-level TAP result per test
+binary (a "suite" here) and prefixes the binary's own TAP output with "# ":
 
     # selftests: ima_appraise: open_test        <- suite header
     # 1..3                                      <- the binary's plan

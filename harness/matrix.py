@@ -47,6 +47,7 @@ import fnmatch
 import itertools
 import re
 from collections.abc import Iterable
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,17 @@ def make_path(m: Matrix, cell: Cell) -> bool:
     first = next((c for c in m.cells if (c.arch, c.variant) == (cell.arch, cell.variant)),
                  None)
     return first is not None and (first.mode, first.policy) == (cell.mode, cell.policy)
+
+
+def narrowed(m: Matrix, cells: Iterable[Cell]) -> Matrix:
+    """m with only these cells, in m's order (any it lacks last): what a
+    boot from a manifest knows of the selection its build stage made
+    (--modes, --policies, ...), so that make_path() there answers as in a
+    single run of that selection.  Every tier keeps each kernel's first
+    arch x variant x mode x policy group."""
+    order = {c: i for i, c in enumerate(m.cells)}
+    chosen = sorted(dict.fromkeys(cells), key=lambda c: order.get(c, len(order)))
+    return dataclasses.replace(m, cells=tuple(chosen))
 
 
 def check_known_failures(variant: Variant, tests: Iterable[str]) -> list[str]:

@@ -452,6 +452,9 @@ def _boot_problems(outcome: BootOutcome, run: ktap.GuestRun, found: tuple[Splat,
     if run.exit_code:
         problems.append(f"the guest's init reported rc={run.exit_code} (125: scratch disk "
                         "not mounted; see console.log)" if run.exit_code == 125 else
+                        f"the guest's init reported rc=126: no test program to run "
+                        "(kselftest-list.txt) or ksft-run not executable; see console.log"
+                        if run.exit_code == 126 else
                         f"the guest's runner (make run_tests or ksft-run) exited "
                         f"{run.exit_code}")
     expected_ids = {c.id for c in expected}

@@ -39,7 +39,14 @@
  *  - The deadline covers the reading of the output until EOF too: a test
  *    that ended leaving a child that holds the pipe, which runner.sh's
  *    prefixing would wait for as long as that child lives, has its group
- *    signalled at the deadline and times out.
+ *    signalled at the deadline and times out.  What holds the pipe
+ *    KILL_GRACE seconds after the SIGKILL is out of the group (a
+ *    kselftest_harness.h case calls setpgrp(), a daemon setsid()): the
+ *    rest of the output is given up then, and the verdict is the timeout.
+ *  - A settings value is taken as it is written: runner.sh evals it (so
+ *    "timeout=300 # note" or a quoted value work there, and are "invalid
+ *    time interval" here).  A settings file that exists and cannot be
+ *    read is an error of ksft-run's; runner.sh goes on without it.
  * And its own output is written to fd 1 only: runner.sh's prefixed lines go
  * through a second open of /dev/stdout (O_APPEND), and with a stdout that
  * is a regular file not opened for appending, its "ok" lines overwrite
@@ -519,7 +526,7 @@ static void __attribute__((noreturn)) child(char **argv, int w, const char *time
  */
 static int run(char **argv, double secs, const char *timeout, const char *pwd)
 {
-	double deadline = 0, kill_at = 0;
+	double deadline = 0, kill_at = 0, abandon_at = 0;
 	int line_start = 1, timed_out = 0, running = 1, status = 0;
 	sigset_t waiting = orig_mask;
 	int fds[2], r;
@@ -567,11 +574,25 @@ static int run(char **argv, double secs, const char *timeout, const char *pwd)
 		if (kill_at && t >= kill_at) {
 			signal_group(pid, SIGKILL);
 			kill_at = 0;
+			abandon_at = t + KILL_GRACE;
+		}
+		/*
+		 * What still holds the pipe is out of the group's reach (a
+		 * kselftest_harness.h case child calls setpgrp()): its output
+		 * is given up, not waited for.
+		 */
+		if (abandon_at && t >= abandon_at && r >= 0) {
+			close(r);
+			r = -1;
+			abandon_at = 0;
+			continue;
 		}
 		if (deadline && !timed_out)
 			until = deadline;
 		else if (kill_at)
 			until = kill_at;
+		else if (abandon_at && r >= 0)
+			until = abandon_at;
 		if (until) {
 			t = until > t ? until - t : 0;
 			ts.tv_sec = (time_t)t;

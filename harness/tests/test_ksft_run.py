@@ -228,6 +228,10 @@ ALONE = [
     ("stubborn.sh", "trap '' TERM\necho stubborn\nsleep 30\n"),
     # Ends at once, its sleep holds the pipe past the timeout.
     ("daemon.sh", 'sleep 30 &\necho $! > "$PIDFILE"\necho parent done\n'),
+    # Ends at once; its sleep, in a session of its own (as a case of
+    # kselftest_harness.h in a group of its own), holds the pipe out of
+    # the group's reach: given up KILL_GRACE after the SIGKILL.
+    ("escaped.sh", 'setsid sleep 30 &\necho $! > "$PIDFILE"\necho parent done\n'),
     # Its fds: 0 to 2, and no other pipe (its shell's own fd 10 is the
     # script); ls run while the shell only waits for it.
     ("fds.sh", "ls -l /proc/$$/fd\n"),
@@ -433,3 +437,16 @@ def test_no_fd_of_ksft_run_reaches_the_test(runs) -> None:
     assert fds["0"].endswith("/stdin-fds.sh"), fds
     pipes = [fd for fd, target in fds.items() if target.startswith("pipe:")]
     assert sorted(pipes) == ["1", "2"], fds
+
+
+def test_a_pipe_held_out_of_the_group_is_given_up(runs) -> None:
+    """The timeout's SIGTERM and SIGKILL to the group miss escaped.sh's
+    sleep (another session), which holds the pipe for 30 s: ksft-run
+    gives its output up KILL_GRACE (1 s here) after the SIGKILL."""
+    run = runs["escaped.sh"]
+    assert run.proc.returncode == 0, run.err
+    assert run.out.decode().endswith(
+        "# parent done\n#\nnot ok 1 selftests: alone: escaped.sh # TIMEOUT 1 seconds\n")
+    assert _running(int(run.pid_file.read_text()))
+    # 1 s to the timeout, 1 s to the SIGKILL, 1 s to giving up.
+    assert 2.5 < run.seconds < 15

@@ -255,3 +255,21 @@ def test_every_kernel_runs_make_run_tests_in_a_few_cells_of_every_tier() -> None
         assert (c in full) == ((c.mode, c.policy) == (first.mode, first.policy))
     assert not matrix.make_path(m, Cell("x86_64", "m0001-not-in-the-matrix", "enforce",
                                         "builtin"))
+
+
+@pytest.mark.parametrize("axes", [{}, {"modes": "fix,log"}, {"policies": "custom"},
+                                  {"setattr": "keep"}, {"modes": "off", "hashes": "sha256"}])
+@pytest.mark.parametrize("tier", ["full", "check"])
+def test_a_shard_runs_make_in_the_cells_a_single_run_does(axes, tier: str) -> None:
+    # The boot stage loads the whole matrix and narrows it to the
+    # manifest's cells (harness/__main__.py _boot).
+    single = matrix.load(REPO / "matrix.yaml", **axes)
+    cells = matrix.tier_cells(single, tier)
+    whole = matrix.load(REPO / "matrix.yaml")
+    want = {c for c in cells if matrix.make_path(single, c)}
+    assert _projection(want, "arch", "variant") == _projection(cells, "arch", "variant")
+    assert {c for c in cells if matrix.make_path(matrix.narrowed(whole, cells), c)} == want
+    if "modes" in axes:
+        # Not narrowed, the first mode of the whole matrix (enforce) is
+        # not in the selection: no cell would run make.
+        assert not any(matrix.make_path(whole, c) for c in cells)
