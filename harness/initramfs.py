@@ -170,6 +170,11 @@ def _find_lib(root: Path, name: str, arch: Arch) -> Path:
                           "run 'make deps'")
 
 
+def _is_elf(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
 @dataclass
 class Archive:
     """A newc cpio written by hand: root-owned entries, fixed mtimes and a
@@ -276,6 +281,35 @@ def build_tool(repo: Path, build: Path, arch: Arch, name: str) -> Path:
     return out
 
 
+def _add_libs(a: "Archive", root: Path, arch: Arch, binaries: list[Path]) -> None:
+    """The shared libraries binaries need (NEEDED, not the libraries'
+    own: glibc's need only the loader), and their program interpreters,
+    from the guest arch's root; each library also linked from /lib and
+    /usr/lib, ld.so's default search path."""
+    seen = set()
+    for binary in binaries:
+        needed, interp = _elf_deps(binary)
+        for lib in needed:
+            if lib in seen:
+                continue
+            seen.add(lib)
+            path = _find_lib(root, lib, arch)
+            rel = str(path.relative_to(root))
+            a.sources.append(path.resolve())
+            a.file(rel, path.resolve().read_bytes(), 0o755, BINARY_MTIME)
+            for link in (f"lib/{lib}", f"usr/lib/{lib}"):
+                if link != rel:
+                    a.symlink(link, "/" + rel)
+        if interp and interp not in seen:
+            seen.add(interp)
+            src = (root / interp.lstrip("/")).resolve()
+            if not src.is_file():
+                raise DependencyError(f"program interpreter {interp} for {arch.name} not "
+                                      f"found under {root}: run 'make deps'")
+            a.sources.append(src)
+            a.file(interp, src.read_bytes(), 0o755, BINARY_MTIME)
+
+
 def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Path:
     """The cpio, packed again only when one of its inputs changed (by size
     and mtime): the staged selftests, the init and tools, the host's
@@ -322,20 +356,13 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     for name, path in TOOLS.items():
         a.file(path, tools[name].read_bytes(), 0o755, BINARY_MTIME)
 
-    # make and the shared libraries it needs, at the paths its loader expects.
+    # make, and the shared libraries it and the selftest programs need (the
+    # programs are linked as kselftest links them, against the guest's
+    # libc), at the paths their loader expects.
     if not make.is_file():
         raise DependencyError(f"{make} missing: run 'make deps'")
     a.file("usr/bin/make", make.read_bytes(), 0o755, BINARY_MTIME)
-    needed, interp = _elf_deps(make)
-    for lib in needed:
-        path = _find_lib(root, lib, arch)
-        a.sources.append(path.resolve())
-        a.file(str(path.relative_to(root)), path.resolve().read_bytes(), 0o755, BINARY_MTIME)
-        for d in ("lib", "usr/lib"):  # ld.so's default search path
-            a.symlink(f"{d}/{lib}", "/" + str(path.relative_to(root)))
-    if interp:
-        a.sources.append((root / interp.lstrip("/")).resolve())
-        a.file(interp, a.sources[-1].read_bytes(), 0o755, BINARY_MTIME)
+    _add_libs(a, root, arch, [make] + [f for f in staged if _is_elf(f)])
 
     a.tree("selftests", selftests)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,23 @@ def test_make_gets_the_guest_arch_libraries_only(tmp_path: Path, arch: str) -> N
         tmp_path / "lib" / a.multiarch / "libc.so.6"
     with pytest.raises(initramfs.DependencyError, match="libz.so.1 for " + arch):
         initramfs._find_lib(tmp_path, "libz.so.1", a)
+
+
+def test_a_selftest_program_gets_the_libraries_it_needs(repo: Path, staged: Path,
+                                                        tmp_path: Path) -> None:
+    """The programs are linked against libc as kselftest links them: a
+    program that needs a library make does not (libm) brings it in, with
+    the links ld.so's search path finds."""
+    arch, build = ARCHS["x86_64"], tmp_path / "build"
+    if shutil.which(arch.cc) is None:
+        pytest.skip(f"{arch.cc} not installed")
+    src = tmp_path / "m.c"
+    src.write_text("#include <math.h>\nint main(int c, char **v) { return (int)cos(c); }\n")
+    prog = staged / "ima_appraise" / "m_test"
+    subprocess.run([arch.cc, "-O2", "-Wl,--no-as-needed", "-o", str(prog), str(src), "-lm"],
+                   check=True)
+    assert "libm.so.6" in initramfs._elf_deps(prog)[0]
+    entries = initramfs.build_initramfs(repo, build, arch, staged).read_bytes()
+    assert f"lib/{arch.multiarch}/libm.so.6\0".encode() in entries
+    assert b"usr/lib/libm.so.6\0" in entries
+    assert f"lib/{arch.multiarch}/libc.so.6\0".encode() in entries

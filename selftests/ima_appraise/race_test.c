@@ -88,8 +88,9 @@
  * 6.1 fails it when they do, in some rounds only (a racy known failure
  * of stock-debug, and of stock-6.12-debug).  writers_close_after_truncate makes
  * the race happen on one CPU: both writers open the file, then one
- * truncates it to 0 and writes TRUNC_PAGES, the other spins until the
- * first one starts its close(), and the first one's
+ * truncates it to 0 and writes TRUNC_PAGES, the other waits (polling
+ * from nanosleep() on one CPU, spinning on several) until the first
+ * one starts its close(), and the first one's
  * ext4_alloc_da_blocks() yields the CPU to it in the window.  (Opens
  * come first: an open of the truncated file would be appraised against
  * the old label, and rightly fail in enforce.)  Stock 6.1 and 6.12 fail it (a known failure);
@@ -488,6 +489,8 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 {
 	bool mapped = kind == MAP_WRITE_MUNMAP || kind == MAP_WRITE_EXIT;
 	int *closing = &r->self->shared->closing;
+	bool smp = kind == HOLD_CLOSE && sysconf(_SC_NPROCESSORS_ONLN) > 1;
+	const struct timespec poll = { .tv_nsec = 100000 };
 	size_t off = i * r->self->page;
 	char *map = MAP_FAILED;
 	bool held;
@@ -563,8 +566,21 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 		CHECK(r, res, !close(fd), "close its writer");
 		break;
 	case HOLD_CLOSE:
+		/*
+		 * With one CPU this racer runs only where the truncating
+		 * writer lets it: where the writer sleeps, or at its next
+		 * cond_resched() once the scheduler wants the CPU back for
+		 * this one.  A spin takes half the CPU from the writer's
+		 * 4 MB write and flush meanwhile; polling from nanosleep()
+		 * does not, and the tick that ends each sleep (no high
+		 * resolution timers) wakes it into the writer's flush as
+		 * well: stock failed 36 rounds of 36 so (x86_64 and
+		 * aarch64, 2026-12-07), in 40-45 % less time a round.  With
+		 * several CPUs it spins.
+		 */
 		while (!__atomic_load_n(closing, __ATOMIC_ACQUIRE))
-			;
+			if (!smp)
+				nanosleep(&poll, NULL);
 		CHECK(r, res, !close(fd), "close its writer");
 		break;
 	case WRITTEN_CLOSE:
@@ -1005,14 +1021,14 @@ TEST_F(race, writers_close_at_once)
 /*
  * Pages the truncating writer of writers_close_after_truncate writes: its
  * close flushes them (ext4_alloc_da_blocks()), 15 to a cond_resched(),
- * long enough under TCG for the scheduler's tick to want the CPU back.
- * Not always: a close that starts early in the writer's time slice can
- * finish its flush before the tick takes the CPU, and that round misses
- * the window.  Stock kernels fail the test in the first round that hits
- * it; they passed it (both rounds missed) in 1 of 240 cells with two
- * rounds, 2026-12-06, so about one round in 15 misses.  Three rounds
- * make a stock pass about 15 times rarer, for one more round (0.4-0.7 s)
- * in the cells of the kernels that pass.
+ * long enough under TCG for a tick to fall in the flush and wake the
+ * HOLD_CLOSE racer, which then gets the CPU at the next cond_resched().
+ * Not always: with the racer spinning (before 2026-12-07) stock passed
+ * the test (every round missed) in 1 of 240 cells of two rounds, so
+ * about one round in 15 missed; polling from nanosleep() it hit 36
+ * rounds of 36 (x86_64 and aarch64).  With 256 pages it hit 4 to 5 of
+ * 12, spinning or polling: the flush is then shorter than a tick.
+ * Three rounds cost 1.2-1.9 s of a cell that passes.
  */
 #define TRUNC_PAGES 1024
 #define TRUNC_ROUNDS 3
