@@ -313,7 +313,8 @@ def _add_libs(a: "Archive", root: Path, arch: Arch, binaries: list[Path]) -> Non
 def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Path:
     """The cpio, packed again only when one of its inputs changed (by size
     and mtime): the staged selftests, the init and tools, the host's
-    binaries, this file, and the libraries make needed at the last pack."""
+    binaries, this file, and the shared libraries make and the programs
+    needed at the last pack."""
     out = build / "initramfs" / f"{arch.name}.cpio"
     stamp = out.with_name(f".{out.name}.inputs")
     tools = {name: build_tool(repo, build, arch, name) for name in TOOLS}
@@ -322,8 +323,9 @@ def build_initramfs(repo: Path, build: Path, arch: Arch, selftests: Path) -> Pat
     busybox = root / "bin" / "busybox"
     make = root / "usr" / "bin" / "make"
     # What is known before packing: a tool added to TOOLS, or a change in
-    # how this file packs, is a new input.  make's libraries are known only
-    # once it is read: those of the last pack are compared.
+    # how this file packs, is a new input.  The shared libraries (make's,
+    # and a dynamic program's) are known only once the binaries are read:
+    # those of the last pack are compared.
     known = [repo / "initramfs" / "init", *tools.values(), busybox, Path("/bin/busybox"),
              make, Path(__file__)]
     try:

@@ -490,7 +490,7 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 	bool mapped = kind == MAP_WRITE_MUNMAP || kind == MAP_WRITE_EXIT;
 	int *closing = &r->self->shared->closing;
 	bool smp = kind == HOLD_CLOSE && sysconf(_SC_NPROCESSORS_ONLN) > 1;
-	const struct timespec poll = { .tv_nsec = 100000 };
+	const struct timespec nap = { .tv_nsec = 100000 };
 	size_t off = i * r->self->page;
 	char *map = MAP_FAILED;
 	bool held;
@@ -571,16 +571,20 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 		 * writer lets it: where the writer sleeps, or at its next
 		 * cond_resched() once the scheduler wants the CPU back for
 		 * this one.  A spin takes half the CPU from the writer's
-		 * 4 MB write and flush meanwhile; polling from nanosleep()
-		 * does not, and the tick that ends each sleep (no high
-		 * resolution timers) wakes it into the writer's flush as
-		 * well: stock failed 36 rounds of 36 so (x86_64 and
-		 * aarch64, 2026-12-07), in 40-45 % less time a round.  With
-		 * several CPUs it spins.
+		 * 4 MB write and flush meanwhile, and gets the CPU back
+		 * only when the writer's time slice runs out.  Polling from
+		 * nanosleep() costs nothing meanwhile, and the tick that
+		 * ends each sleep (no high resolution timers: common.config)
+		 * wakes this racer having used far less CPU than the
+		 * writer, so the writer is told to give the CPU up at its
+		 * next cond_resched(), in the flush.  Stock failed 24
+		 * rounds of 24 on x86_64 and 12 of 12 on aarch64 so
+		 * (2026-12-07, a build with 12 rounds), a round in about
+		 * half the time.  With several CPUs it spins.
 		 */
 		while (!__atomic_load_n(closing, __ATOMIC_ACQUIRE))
 			if (!smp)
-				nanosleep(&poll, NULL);
+				nanosleep(&nap, NULL);
 		CHECK(r, res, !close(fd), "close its writer");
 		break;
 	case WRITTEN_CLOSE:
@@ -1020,15 +1024,16 @@ TEST_F(race, writers_close_at_once)
 
 /*
  * Pages the truncating writer of writers_close_after_truncate writes: its
- * close flushes them (ext4_alloc_da_blocks()), 15 to a cond_resched(),
- * long enough under TCG for a tick to fall in the flush and wake the
- * HOLD_CLOSE racer, which then gets the CPU at the next cond_resched().
- * Not always: with the racer spinning (before 2026-12-07) stock passed
- * the test (every round missed) in 1 of 240 cells of two rounds, so
- * about one round in 15 missed; polling from nanosleep() it hit 36
- * rounds of 36 (x86_64 and aarch64).  With 256 pages it hit 4 to 5 of
- * 12, spinning or polling: the flush is then shorter than a tick.
- * Three rounds cost 1.2-1.9 s of a cell that passes.
+ * close flushes them (ext4_alloc_da_blocks()), with a cond_resched() a
+ * batch (15 pages on 6.1, 31 on 6.12), long enough under TCG for a tick
+ * to fall in the flush and wake the HOLD_CLOSE racer, which then gets the
+ * CPU at the next cond_resched().  Not always: with the racer spinning
+ * (before 2026-12-07) stock passed the test (every round missed) in 1 of
+ * 240 cells of two rounds, so about one round in 15 missed; polling from
+ * nanosleep() it hit 36 rounds of 36 (x86_64 and aarch64, 12-round
+ * builds).  With 256 pages it hit 4 to 5 of 12, spinning or polling: the
+ * flush is then shorter than a tick.  The three rounds take 1.9-2.7 s of
+ * an x86_64 cell that passes, 2.5-3.3 s on aarch64.
  */
 #define TRUNC_PAGES 1024
 #define TRUNC_ROUNDS 3
@@ -1037,9 +1042,9 @@ TEST_F(race, writers_close_at_once)
  * Two writers close together, one of them having truncated the file
  * while both had it open: the truncating writer's ->release() flushes
  * its delayed allocation between ima_file_free() and put_file_access(),
- * and gives up the CPU there (a cond_resched() per pagevec, or a wait
- * for I/O); the other writer, spinning until the first one starts its
- * close(), closes in that window.  Each reads i_writecount == 2 in
+ * and gives up the CPU there (a cond_resched() per batch of pages, or a
+ * wait for I/O); the other writer, waiting for the first one to start
+ * its close() (HOLD_CLOSE), closes in that window.  Each reads i_writecount == 2 in
  * ima_check_last_writer(), so neither is the last writer by IMA's
  * count, although between them they are.  After both, security.ima must
  * be the hash of what the truncating writer wrote.
