@@ -30,8 +30,10 @@ def test_init_prints_the_markers_the_parser_reads() -> None:
 
 
 def test_init_answers_the_kvm_probe() -> None:
-    assert "ima_selftest.probe=1" in INIT
-    assert f"echo '{qemu.PROBE_MARKER}'" in INIT
+    # What the harness's probe boot appends (harness/qemu.py).
+    assert '"ima_selftest.probe=1"' in Path(qemu.__file__).read_text()
+    assert _settings("console=ttyS0 ima_selftest.probe=1")["probe"] == "1"
+    assert f'if [ "$probe" = 1 ]; then\n\techo \'{qemu.PROBE_MARKER}\'' in INIT
 
 
 def test_init_dumps_the_whole_kernel_log_between_the_markers_the_reader_expects() -> None:
@@ -91,8 +93,46 @@ def test_a_changed_source_is_staged_newer_than_a_binary_built_before(tmp_path) -
     assert dst.stat().st_mtime >= binary.stat().st_mtime
 
 
-def test_init_reads_the_program_selection() -> None:
-    assert f"progs=$(param {qemu.PROGRAMS_PARAM})" in INIT
+def _init_function(name: str) -> str:
+    """A shell function of init, as written there (up to its closing brace)."""
+    body = re.search(rf"^{name}\(\) {{\n.*?^}}\n", INIT, re.S | re.M)
+    assert body, f"init has no function {name}()"
+    return body[0]
+
+
+def _busybox_sh(script: str, cwd: Path | None = None) -> str:
+    """Runs script in the host's busybox sh, the guest's shell (busybox-static,
+    which 'make deps' installs: the initramfs packs it)."""
+    import subprocess
+    done = subprocess.run(["/bin/busybox", "sh", "-c", script], cwd=cwd,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _settings(cmdline: str) -> dict[str, str]:
+    names = ("probe", "scratch", "targets", "progs", "runner")
+    out = _busybox_sh(_init_function("settings") + f"settings '{cmdline}'\n" +
+                      "".join(f'echo "{n}=${n}"\n' for n in names))
+    return dict(line.split("=", 1) for line in out.splitlines())
+
+
+def test_init_reads_its_settings_from_the_command_line_in_the_shell_alone() -> None:
+    # What the harness puts on the command line, read by init's own
+    # settings() in busybox sh, as the guest does.
+    cmdline = (f"console=ttyS0 panic=-1 {qemu.HARNESS_MARKER} ima_appraise=fix "
+               f"{qemu.PROGRAMS_PARAM}=open_test,exec_test {qemu.MAKE_RUNNER}")
+    assert _settings(cmdline) == {
+        "probe": "", "scratch": "", "targets": "ima_appraise",
+        "progs": "/selftests/ima_appraise/open_test /selftests/ima_appraise/exec_test",
+        "runner": "make"}
+    assert _settings("ima_selftest.probe=1 ima_selftest.scratch=/dev/vdb") == {
+        "probe": "1", "scratch": "/dev/vdb", "targets": "", "progs": "", "runner": ""}
+    assert _settings("ima_selftest.targets=a,b ima_selftest.targets=c,d")["targets"] == "c d"
+    # A name only ends another word, or starts one with more to it: not a setting.
+    assert _settings("x.ima_selftest.progs=open_test ima_selftest.progsx=1 *") == {
+        "probe": "", "scratch": "", "targets": "", "progs": "", "runner": ""}
+    assert "sed" not in _init_function("settings")
     assert 'TEST_GEN_PROGS="$progs"' in INIT
 
 
@@ -173,10 +213,45 @@ def test_a_rule_file_staged_by_a_run_that_stopped_still_rebuilds(tmp_path, monke
 def test_init_runs_ksft_run_on_the_listed_programs_unless_make_is_asked() -> None:
     from harness import initramfs
     name, value = qemu.MAKE_RUNNER.split("=")
-    assert f'elif [ "$(param {name})" = {value} ]; then\n\tmake -C /selftests run_tests' in INIT
+    assert name == "ima_selftest.runner" and f"{name}=*) runner=${{word#*=}} ;;" in INIT
+    assert f'elif [ "$runner" = {value} ]; then\n\tmake -C /selftests run_tests' in INIT
     assert "BASE_DIR=/selftests ksft-run $list" in INIT
     assert INIT.count(f"/selftests/{initramfs.TEST_LIST}") >= 3
     assert initramfs.TOOLS["ksft-run"] == "usr/bin/ksft-run"
+
+
+@pytest.mark.parametrize("targets,progs,listed,want", [
+    # every target the list names, in its order, each in its directory
+    ("", "", "a:one\na:two\nb:three\n",
+     "0 a /S/a/one /S/a/two|0 b /S/b/three|rc=0"),
+    ("b", "", "a:one\nb:three\nb:four\n", "0 b /S/b/three /S/b/four|rc=0"),
+    # ima_selftest.progs: those programs, the list not needed
+    ("ima_appraise", "/S/ima_appraise/x", None, "0 ima_appraise /S/ima_appraise/x|rc=0"),
+    # a failing run ends it with its status
+    ("", "", "fail:one\nb:two\n", "3 fail /S/fail/one|rc=3"),
+    # no list, or no program of a target: 126 and a reason
+    ("", "", None, "rc=126"),
+    ("c", "", "a:one\n", "rc=126"),
+])
+def test_init_runs_what_the_program_list_says(tmp_path, targets, progs, listed, want) -> None:
+    # init's ksft_run() in busybox sh, with /selftests moved to tmp_path/S
+    # and ksft-run a shell function that prints where it ran and what.
+    root = tmp_path / "S"
+    root.mkdir()
+    for t in ("a", "b", "fail", "ima_appraise"):
+        (root / t).mkdir()
+    if listed is not None:
+        (root / "kselftest-list.txt").write_text(listed)
+    body = _init_function("ksft_run").replace("/selftests", str(root))
+    fake = ('ksft_run_() { r=0; case $PWD in */fail) r=3 ;; esac; '
+            'echo "$r ${PWD##*/} $*" | sed "s|' + str(root) + '|/S|g" >> ' +
+            str(tmp_path / "out") + '; return $r; }\n')
+    script = (fake + body.replace("ksft-run $list", "ksft_run_ $list") +
+              f"targets='{targets}'; progs='{progs.replace('/S', str(root))}'\n"
+              "cd " + str(tmp_path) + "; : > out; ksft_run 2> err; rc=$?; cd " +
+              str(tmp_path) + "; tr '\\n' '|' < out; echo rc=$rc; cat err >&2\n")
+    got = _busybox_sh(script, cwd=tmp_path).strip()
+    assert got == want
 
 
 def test_the_program_list_is_emit_tests_output_or_an_error(tmp_path, monkeypatch) -> None:
