@@ -29,10 +29,10 @@ def test_init_prints_the_markers_the_parser_reads() -> None:
     assert (run.began, run.ended, run.exit_code) == (True, True, 3)
 
 
-def test_init_answers_the_kvm_probe() -> None:
+def test_init_answers_the_kvm_probe(tmp_path) -> None:
     # What the harness's probe boot appends (harness/qemu.py).
     assert '"ima_selftest.probe=1"' in Path(qemu.__file__).read_text()
-    assert _settings("console=ttyS0 ima_selftest.probe=1")["probe"] == "1"
+    assert _settings("console=ttyS0 ima_selftest.probe=1", tmp_path)["probe"] == "1"
     assert f'if [ "$probe" = 1 ]; then\n\techo \'{qemu.PROBE_MARKER}\'' in INIT
 
 
@@ -110,27 +110,36 @@ def _busybox_sh(script: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def _settings(cmdline: str) -> dict[str, str]:
+def _settings(cmdline: str, cwd: Path) -> dict[str, str]:
+    # In a directory where a glob of the command line would match, with
+    # every setting in the environment already (a kernel passes init the
+    # words without a dot): only the command line's settings count, and
+    # globbing is back on after (init's later "/sys/block/vd*" needs it).
     names = ("probe", "scratch", "targets", "progs", "runner")
-    out = _busybox_sh(_init_function("settings") + f"settings '{cmdline}'\n" +
-                      "".join(f'echo "{n}=${n}"\n' for n in names))
-    return dict(line.split("=", 1) for line in out.splitlines())
+    (cwd / "ima_selftest.progs=evil").write_text("")
+    out = _busybox_sh("".join(f"{n}=stale; " for n in names) +
+                      _init_function("settings") + f"settings '{cmdline}'\n" +
+                      "".join(f'echo "{n}=${n}"\n' for n in names) +
+                      'echo "flags=$-"\n', cwd=cwd)
+    got = dict(line.split("=", 1) for line in out.splitlines())
+    assert "f" not in got.pop("flags")
+    return got
 
 
-def test_init_reads_its_settings_from_the_command_line_in_the_shell_alone() -> None:
+def test_init_reads_its_settings_from_the_command_line_in_the_shell_alone(tmp_path) -> None:
     # What the harness puts on the command line, read by init's own
     # settings() in busybox sh, as the guest does.
     cmdline = (f"console=ttyS0 panic=-1 {qemu.HARNESS_MARKER} ima_appraise=fix "
                f"{qemu.PROGRAMS_PARAM}=open_test,exec_test {qemu.MAKE_RUNNER}")
-    assert _settings(cmdline) == {
+    assert _settings(cmdline, tmp_path) == {
         "probe": "", "scratch": "", "targets": "ima_appraise",
         "progs": "/selftests/ima_appraise/open_test /selftests/ima_appraise/exec_test",
         "runner": "make"}
-    assert _settings("ima_selftest.probe=1 ima_selftest.scratch=/dev/vdb") == {
+    assert _settings("ima_selftest.probe=1 ima_selftest.scratch=/dev/vdb", tmp_path) == {
         "probe": "1", "scratch": "/dev/vdb", "targets": "", "progs": "", "runner": ""}
-    assert _settings("ima_selftest.targets=a,b ima_selftest.targets=c,d")["targets"] == "c d"
+    assert _settings("ima_selftest.targets=a,b ima_selftest.targets=c,d", tmp_path)["targets"] == "c d"
     # A name only ends another word, or starts one with more to it: not a setting.
-    assert _settings("x.ima_selftest.progs=open_test ima_selftest.progsx=1 *") == {
+    assert _settings("x.ima_selftest.progs=open_test ima_selftest.progsx=1 ima_selftest.prog*", tmp_path) == {
         "probe": "", "scratch": "", "targets": "", "progs": "", "runner": ""}
     assert "sed" not in _init_function("settings")
     assert 'TEST_GEN_PROGS="$progs"' in INIT
@@ -225,6 +234,9 @@ def test_init_runs_ksft_run_on_the_listed_programs_unless_make_is_asked() -> Non
     ("", "", "a:one\na:two\nb:three\n",
      "0 a /S/a/one /S/a/two|0 b /S/b/three|rc=0"),
     ("b", "", "a:one\nb:three\nb:four\n", "0 b /S/b/three /S/b/four|rc=0"),
+    # the last line without its newline; a target met again later
+    ("", "", "a:one\nb:three\na:two", "0 a /S/a/one /S/a/two|0 b /S/b/three|rc=0"),
+    ("", "", "b:one", "0 b /S/b/one|rc=0"),
     # ima_selftest.progs: those programs, the list not needed
     ("ima_appraise", "/S/ima_appraise/x", None, "0 ima_appraise /S/ima_appraise/x|rc=0"),
     # a failing run ends it with its status
@@ -248,10 +260,13 @@ def test_init_runs_what_the_program_list_says(tmp_path, targets, progs, listed, 
             str(tmp_path / "out") + '; return $r; }\n')
     script = (fake + body.replace("ksft-run $list", "ksft_run_ $list") +
               f"targets='{targets}'; progs='{progs.replace('/S', str(root))}'\n"
-              "cd " + str(tmp_path) + "; : > out; ksft_run 2> err; rc=$?; cd " +
+              "cd " + str(tmp_path) + "; : > out; ksft_run 2> err; rc=$?; echo \"$PWD\" > " + str(tmp_path / "pwd") + "; cd " +
               str(tmp_path) + "; tr '\\n' '|' < out; echo rc=$rc; cat err >&2\n")
     got = _busybox_sh(script, cwd=tmp_path).strip()
     assert got == want
+    # ksft-run's directory is left behind it (init's later paths are absolute,
+    # but a failing umount of a busy directory would not be)
+    assert (tmp_path / "pwd").read_text().strip() in ("/", str(tmp_path))
 
 
 def test_the_program_list_is_emit_tests_output_or_an_error(tmp_path, monkeypatch) -> None:
