@@ -209,10 +209,10 @@ TEST_F(last_writer, o_trunc_no_write)
  * fails therefore depends on the other file's address: the pool spreads
  * the tries over hundreds of KB of the file cache, so some hold bit 17
  * and some do not: stock 6.1 left a stale label in 17 to 33 of the 64
- * tries of each of 10 cells, x86_64 and aarch64.  Stock 6.1 fails it (a known failure, its address bits
- * permitting); kernel-patches/0008 computes the flags afresh in
- * __fput(), and regressions/0056 undoes that.  6.12 keeps f_iocb_flags
- * outside the union.
+ * tries of each of 10 cells, x86_64 and aarch64.  Stock 6.1 fails it (a
+ * known failure, its address bits permitting); kernel-patches/0008
+ * computes the flags afresh in __fput(), and regressions/0056 undoes
+ * that.  6.12 keeps f_iocb_flags outside the union.
  */
 TEST_F(last_writer, closed_with_another)
 {
@@ -442,11 +442,11 @@ enum new_file_change { CHANGE_NONE, CHANGE_FCHMOD, CHANGE_FCHOWN };
  * IMA_CHANGE_ATTR, and security/integrity/ima/ima_main.c:
  * process_measurement() then clears IMA_NONACTION_FLAGS, IMA_NEW_FILE
  * among them, with the cached appraisal flags, so the reopen is
- * appraised as an existing unlabelled file: enforce denies it (EACCES, missing-hash), and in
- * enforce, log and off-under-builtin its failed status keeps the last
- * close from labelling the file.  Fixed upstream by "ima: Reset
- * IMA_NONACTION_RULE_FLAGS after post_setattr" (v6.14), and for this
- * tree by kernel-patches/series.
+ * appraised as an existing unlabelled file: enforce denies it (EACCES,
+ * missing-hash), and in enforce, log and off-under-builtin its failed
+ * status keeps the last close from labelling the file.  Fixed upstream
+ * by "ima: Reset IMA_NONACTION_RULE_FLAGS after post_setattr" (v6.14),
+ * and for this tree by kernel-patches/series.
  */
 static void check_new_file(struct __test_metadata *const _metadata,
 			   FIXTURE_DATA(last_writer) * self,

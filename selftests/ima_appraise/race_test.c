@@ -14,14 +14,15 @@
  * count bounds it, on a slow one the clock.  With more than one CPU
  * online (the debug flavor's guests) the bounds are RACE_ITERATIONS_SMP
  * and RACE_MS_SMP: the racers run at the same time there, not only at
- * their sleep points, and a narrow window needs many rounds.  Every round forks its racers
- * (processes: each has its own descriptors, and an exiting racer's last
- * fput runs in its exit), each racer opens what it needs, says it is
- * ready on a pipe and blocks reading a gate pipe; the parent closes the
- * gate when all are ready, so they all return from read() at once, and
- * reaps them all before it checks anything.  Contents and labels are the
- * tests' own (ima_hash_xattr()), and each round's are known in advance;
- * a failure names the round, the racer and what was seen and expected.
+ * their sleep points, and a narrow window needs many rounds.  Every
+ * round forks its racers (processes: each has its own descriptors, and
+ * an exiting racer's last fput runs in its exit), each racer opens what
+ * it needs, says it is ready on a pipe and blocks reading a gate pipe;
+ * the parent closes the gate when all are ready, so they all return
+ * from read() at once, and reaps them all before it checks anything.
+ * Contents and labels are the tests' own (ima_hash_xattr()), and each
+ * round's are known in advance; a failure names the round, the racer
+ * and what was seen and expected.
  *
  *   writers_close_together: RACE_PAGES writers, each holding data open
  *     for writing before the gate, write a page each (pwrite, or a shared
@@ -82,20 +83,21 @@
  * has a cond_resched() per pagevec and whose block allocation may wait
  * for I/O).
  * writers_close_together's writers never truncate, so on one CPU they
- * cannot race there, and it must pass on every kernel; it still runs the
- * closers at their sleep points, under lockdep.  With two CPUs (the debug
- * flavor) two closers can meet in the window without any sleep: stock
- * 6.1 fails it when they do, in some rounds only (a racy known failure
- * of stock-debug, and of stock-6.12-debug).  writers_close_after_truncate makes
- * the race happen on one CPU: both writers open the file, then one
- * truncates it to 0 and writes TRUNC_PAGES, the other waits (polling
- * from nanosleep() on one CPU, spinning on several) until the first
- * one starts its close(), and the first one's
- * ext4_alloc_da_blocks() yields the CPU to it in the window.  (Opens
- * come first: an open of the truncated file would be appraised against
- * the old label, and rightly fail in enforce.)  Stock 6.1 and 6.12 fail it (a known failure);
- * kernel-patches/0006 lets the writer that drops write access last do
- * the last writer's work, and regressions/0052 undoes that.
+ * cannot race there, and it must pass on every kernel; it still runs
+ * the closers at their sleep points, under lockdep.  With two CPUs (the
+ * debug flavor) two closers can meet in the window without any sleep:
+ * stock 6.1 fails it when they do, in some rounds only (a racy known
+ * failure of stock-debug, and of stock-6.12-debug).
+ * writers_close_after_truncate makes the race happen on one CPU: both
+ * writers open the file, then one truncates it to 0 and writes
+ * TRUNC_PAGES, the other waits (polling from nanosleep() on one CPU,
+ * spinning on several) until the first one starts its close(), and the
+ * first one's ext4_alloc_da_blocks() yields the CPU to it in the
+ * window.  (Opens come first: an open of the truncated file would be
+ * appraised against the old label, and rightly fail in enforce.)  Stock
+ * 6.1 and 6.12 fail it (a known failure); kernel-patches/0006 lets the
+ * writer that drops write access last do the last writer's work, and
+ * regressions/0052 undoes that.
  */
 
 #include "writer.h"
@@ -901,6 +903,14 @@ static bool race_next(struct __test_metadata *const _metadata,
 	return false;
 }
 
+/* Whether seen (seen_len bytes, or -1 and errno) is self->label. */
+static bool label_is(FIXTURE_DATA(race) * self, const uint8_t *seen,
+		     ssize_t seen_len)
+{
+	return seen_len == (ssize_t)self->label_len &&
+	       !memcmp(self->label, seen, self->label_len);
+}
+
 /*
  * security.ima of data after round `round' (seen: seen_len bytes, or -1
  * and errno) must be self->label.
@@ -912,8 +922,7 @@ static void assert_label_seen(struct __test_metadata *const _metadata,
 {
 	char seen_hex[3 * IMA_XATTR_MAX + 64], want_hex[3 * IMA_XATTR_MAX + 64];
 
-	ASSERT_TRUE(seen_len == (ssize_t)self->label_len &&
-		    !memcmp(self->label, seen, self->label_len))
+	ASSERT_TRUE(label_is(self, seen, seen_len))
 	{
 		TH_LOG("%s mode, %s policy, round %u: security.ima is %s, expected %s (%s)",
 		       mode_names[self->env.cell.mode],
@@ -980,10 +989,7 @@ static void assert_round_written(struct __test_metadata *const _metadata,
 		read_back = true;
 	}
 	seen_len = get_ima(self->env.path, seen, sizeof(seen));
-	if (seen_len != (ssize_t)self->label_len ||
-	    memcmp(self->label, seen, self->label_len))
-		read_back = true;
-	if (read_back)
+	if (read_back || !label_is(self, seen, seen_len))
 		expect_round_content(_metadata, self, round);
 	assert_label_seen(_metadata, self, round, why, seen, seen_len);
 }
@@ -1061,23 +1067,24 @@ TEST_F(race, writers_close_at_once)
 }
 
 /*
- * Pages the truncating writer of writers_close_after_truncate writes: its
- * close flushes them (ext4_alloc_da_blocks()), with a cond_resched() a
- * batch (15 pages on 6.1, 31 on 6.12), long enough under TCG for a tick
- * to fall in the flush and wake the HOLD_CLOSE racer, which then gets the
- * CPU at the next cond_resched().  Not always: with the racer spinning
- * (before 2026-12-07) stock passed the test (every round missed) in 1 of
- * 240 cells of two rounds, so about one round in 15 missed; polling from
- * nanosleep() it hit 36 rounds of 36 (x86_64 and aarch64, 12-round
- * builds), and in round 1 in each of the 132 stock cells that ran it in
- * the next hours.  So two rounds with one CPU, where a third cost
- * 0.5-0.9 s of every cell that passes: from 0 misses in 168 rounds, a
- * round misses less than 1.8 % of the time (95 % confidence), two in a
- * row less than about 1 in 3,000, comparable to three rounds of the
- * spin (1 in 3,700).  Measured under TCG only: under KVM the flush may
- * well be shorter than a tick, and stock may pass (an unexpected pass
- * fails the run, it is not lost).  Three where the holder spins
- * (several CPUs: the debug flavor, not measured so).  With 256 pages it hit 4 to 5 of 12, spinning or
+ * Pages the truncating writer of writers_close_after_truncate writes:
+ * its close flushes them (ext4_alloc_da_blocks()), with a
+ * cond_resched() a batch (15 pages on 6.1, 31 on 6.12), long enough
+ * under TCG for a tick to fall in the flush and wake the HOLD_CLOSE
+ * racer, which then gets the CPU at the next cond_resched().  Not
+ * always: with the racer spinning (before 2026-12-07) stock passed the
+ * test (every round missed) in 1 of 240 cells of two rounds, so about
+ * one round in 15 missed; polling from nanosleep() it hit 36 rounds of
+ * 36 (x86_64 and aarch64, 12-round builds), and in round 1 in each of
+ * the 132 stock cells that ran it in the next hours.  So two rounds
+ * with one CPU, where a third cost 0.5-0.9 s of every cell that passes:
+ * from 0 misses in 168 rounds, a round misses less than 1.8 % of the
+ * time (95 % confidence), two in a row less than about 1 in 3,000,
+ * comparable to three rounds of the spin (1 in 3,700).  Measured under
+ * TCG only: under KVM the flush may well be shorter than a tick, and
+ * stock may pass (an unexpected pass fails the run, it is not lost).
+ * Three where the holder spins (several CPUs: the debug flavor, not
+ * measured so).  With 256 pages it hit 4 to 5 of 12, spinning or
  * polling: the flush is then shorter than a tick.
  */
 #define TRUNC_PAGES 1024
