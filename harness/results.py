@@ -119,24 +119,55 @@ _KSFT_FAIL = "exit=1"
 # verdict (__wait_for_test()): killed by its timeout, by a signal, or by
 # abort().  Such a `not ok` is a crash, not the failure a known-failure
 # entry expects.
-# "terminated by assertion" is no crash: it is how every failed ASSERT_*()
-# of the 6.1 harness ends (__bail() calls abort()), i.e. a failure by the
-# test's own checks.
 _CRASHED = re.compile(r": Test (terminated by timeout|terminated unexpectedly by signal \d+|"
                       r"ended in some other way.*)$")
+# SIGABRT is how every failed ASSERT_*() of the harness ends its case
+# (__test_check_assert() calls abort()), i.e. a failure by the test's own
+# checks, but also how glibc ends one whose heap it found corrupt, or a
+# failed assert(): the two print the same line.  Only the first comes after
+# __EXPECT()'s report of the failed check, a TH_LOG line (ktap.py took its
+# "# " off) "<file>:<line>:<test>:Expected ..." (or "Expected '...'" of
+# the string checks).
+_ABORTED = re.compile(r": Test terminated by assertion$")
+_FAILED_CHECK = re.compile(r"[^:\s]+:\d+:[^:\s]+:Expected ")
+
+# What a selftest puts in the message of a failure that is its own clock
+# running out (a kworker that never let go of a file, a kauditd that
+# stopped printing): the other side of this contract is TIMED_OUT in
+# selftests/ima_appraise/common.h (defined in its cell.h), the two must
+# spell it the same.  The kernel hung instead of doing what the case
+# checks, so such a case is never the known failure of a kernel.  The
+# token may follow a prefix of the message (race_test names the round and
+# the racer first), and any line of the case's log counts: one taken for
+# a timeout that was none fails loudly, the other way a hang would pass
+# for an expected failure.
+TIMED_OUT = "TIMED OUT: "
 
 
 def crash_of(t: TestResult) -> str | None:
     """How a failed case crashed (its harness line), or None if it failed by
     its own checks."""
-    return next((line.strip() for line in t.log if _CRASHED.search(line)), None)
+    if crash := next((line.strip() for line in t.log if _CRASHED.search(line)), None):
+        return crash
+    aborted = next((line.strip() for line in t.log if _ABORTED.search(line)), None)
+    if aborted and not any(_FAILED_CHECK.match(line.strip()) for line in t.log):
+        return (f"{aborted}, with no failed ASSERT/EXPECT before it (an abort() of its own: "
+                "glibc's heap checks, assert())")
+    return None
+
+
+def timed_out_of(t: TestResult) -> str | None:
+    """The line of the case's log that says it ran out of its own time
+    (TIMED_OUT), or None."""
+    return next((line.strip() for line in t.log if TIMED_OUT in line), None)
 
 
 def _expect(t: TestResult, why: str | None, missing: bool) -> TestResult:
     """t judged against a known failure (why: its reason, None if none).
     Only a real `not ok` becomes xfail: a missing result (the guest or the
     program crashed, or was killed) or a case that crashed or timed out
-    stays a failure, with what happened."""
+    (kselftest's timeout or its own) stays a failure, with what
+    happened."""
     if why is None:
         return t
     if t.status == Status.FAIL:
@@ -145,6 +176,10 @@ def _expect(t: TestResult, why: str | None, missing: bool) -> TestResult:
             what = t.reason if missing else crash
             return TestResult(t.name, Status.FAIL, f"{what} (a known failure of this kernel, "
                               f"but it must fail by its checks, not like this: {why})", t.log)
+        if late := timed_out_of(t):
+            return TestResult(t.name, Status.FAIL, f"timed out by its own clock: {late} (a "
+                              "known failure of this kernel, but it must fail by its checks, "
+                              f"not by running out of time: {why})", t.log)
         return TestResult(t.name, Status.XFAIL, f"known failure: {why} (failed: {t.reason})"
                           if t.reason else f"known failure: {why}", t.log)
     if t.status == Status.PASS and isinstance(why, RacyReason):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -413,3 +414,63 @@ def test_a_guest_hung_at_boot_times_out_and_says_where_it_stopped() -> None:
     assert {t.status for t in r.tests} == {"fail"}
     assert {t.reason for t in r.tests} == {
         "no result: the guest hung at boot (killed at 480s, its init never began)"}
+
+
+# A selftest that ran out of its own time bound (TIMED_OUT of
+# selftests/ima_appraise/common.h): race_test's final_fput_from_kthread
+# in the form it prints it, after the failed ASSERT_EQ that logs it.
+_OWN_TIMEOUT = (
+    "race_test.c:867:execve:Expected 0 (0) == res->call[0] (101)",
+    "race_test.c:871:execve:enforce mode: round 2: racer 1 (final fput): execve after "
+    "the last reference went: TIMED OUT: ETXTBSY: write access still held after 10000 ms",
+    "execve: Test terminated by assertion")
+
+
+def test_a_known_failure_that_ran_out_of_its_own_time_is_a_failure() -> None:
+    """A case whose own clock ran out saw the kernel hang, not the wrong
+    result a known failure names: never xfail, plain or racy."""
+    console = _exec_case_failing_with(*_OWN_TIMEOUT)
+    for why in ("bug", RacyReason("bug")):
+        r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg",
+                             known=lambda n: why if n == "exec_test/exec_file.missing_hash"
+                             ".execve" else None)
+        t = r.test("exec_test/exec_file.missing_hash.execve")
+        assert t.status == "fail"
+        assert t.reason == (
+            f"timed out by its own clock: {_OWN_TIMEOUT[1]} (a known failure of this kernel, "
+            "but it must fail by its checks, not by running out of time: bug)")
+        assert r.status == "fail"
+    # Not a known failure: a failure as any other, with its own reason.
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg")
+    assert r.test("exec_test/exec_file.missing_hash.execve").status == "fail"
+
+
+def test_the_timed_out_token_is_the_selftests_own() -> None:
+    """Both sides of the contract spell it the same."""
+    headers = sorted((REPO / "selftests" / "ima_appraise").glob("*.h"))
+    defined = [m[1] for h in headers
+               for m in re.finditer(r'^#define\s+TIMED_OUT\s+"([^"]*)"', h.read_text(), re.M)]
+    assert defined == [results.TIMED_OUT]
+
+
+def test_an_abort_without_a_failed_check_is_a_crash() -> None:
+    """6.1's harness ends a failed ASSERT_*() with abort(), after its
+    "Expected ..." line; a glibc abort (heap corruption, assert()) prints
+    the same "terminated by assertion" line without one."""
+    console = _exec_case_failing_with("free(): double free detected in tcache 2",
+                                      "execve: Test terminated by assertion")
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg", known=_known_exec_missing)
+    t = r.test("exec_test/exec_file.missing_hash.execve")
+    assert t.status == "fail"
+    assert t.reason == (
+        "execve: Test terminated by assertion, with no failed ASSERT/EXPECT before it "
+        "(an abort() of its own: glibc's heap checks, assert()) (a known failure of this "
+        "kernel, but it must fail by its checks, not like this: bug)")
+    assert r.status == "fail"
+    # With the failed check's line before it, it is the test's own verdict.
+    console = _exec_case_failing_with("exec_test.c:93:execve:Expected 13 (13) == "
+                                      "test_execve(self->path) (-1)",
+                                      "execve: Test terminated by assertion")
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg", known=_known_exec_missing)
+    assert r.test("exec_test/exec_file.missing_hash.execve").status == "xfail"
+    assert r.status == "pass"
