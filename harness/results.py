@@ -252,7 +252,8 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
     """The cell's verdict from its boots: the first, then its continuation
     boots, each running the programs the one before lost lockdep (or
     panicked) before.  A program's cases come from the last boot that ran
-    it; the splats of all.  known(test name) says why that test is
+    it, unless an earlier one failed by its checks (_merged()); the
+    splats of all.  known(test name) says why that test is
     expected to fail in this cell (matrix.Variant.expected_failure), or
     None; known_splat(signature) the same of a splat
     (matrix.Variant.known_splat): such a splat fails neither the cell nor
@@ -260,13 +261,13 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
     cell's flavor (harness/flavors.py) a boot's console does not show
     running: each fails the cell."""
     seen = [_read_boot(b, known_splat) for b in boots]
-    tests: dict[str, TestResult] = {}
+    runs: dict[str, list[tuple[int, str, TestResult]]] = {}
     problems: list[str] = []
     for n, sv in enumerate(seen, 1):
         mine = tuple(c for c in expected if c.suite in sv.boot.programs)
         boot_tests = _tests(sv, mine, known)
         for t in boot_tests:
-            tests[t.name] = t
+            runs.setdefault(t.name, []).append((n, sv.boot.console, t))
         prefix = f"boot {n} ({sv.boot.console}): " if n > 1 else ""
         problems += [prefix + p for p in _boot_problems(sv.boot.outcome, sv.run, sv.splats,
                                                         boot_tests, mine)]
@@ -274,6 +275,7 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
         if missing := missing_coverage(sv.boot.outcome.console):
             problems.append(f"{prefix}the kernel ran without {', '.join(missing)}: the "
                             "flavor's checks were not in force")
+    tests = {name: _merged(r) for name, r in runs.items()}
     found = tuple(sp for sv in seen for sp in sv.splats)
     for sp in found:
         if sp.test in tests and not sp.known:
@@ -345,6 +347,30 @@ def _tests(sv: _Seen, expected: tuple[Case, ...],
             if (suite.name, r.name) not in seen:
                 tests.append(TestResult(f"{suite.name}/{r.name}", r.status, r.reason, r.log))
     return tests
+
+
+def _merged(runs: list[tuple[int, str, TestResult]]) -> TestResult:
+    """A case's result from the boots that ran it ((boot number, console,
+    result), in boot order): the last one's, unless an earlier boot failed
+    it by a real result (its `not ok`, xfail or not, not a missing one).
+    A program runs again in a continuation boot because lockdep was off
+    (or the guest panicked) when it ran, which takes nothing from what its
+    checks saw then: a pass later does not undo that failure, and a known
+    failure (racy or not) that failed by its checks once is an xfail.  A
+    failure beats an xfail (a crash is never what a known failure
+    expects), an earlier one a later one of the same status."""
+    *_, (last_n, last_console, last) = runs
+    failed = [r for r in runs if r[2].status == Status.XFAIL
+              or (r[2].status == Status.FAIL and not r[2].reason.startswith(NO_RESULT_PREFIX))]
+    stands = next((r for r in failed if r[2].status == Status.FAIL),
+                  failed[0] if failed else None)
+    if stands is None or stands[0] == last_n:
+        return last
+    n, console, t = stands
+    again = last.reason if last.reason.startswith(NO_RESULT_PREFIX) else last.status
+    return TestResult(t.name, t.status, f"failed in boot {n} ({console})"
+                      + (f": {t.reason}" if t.reason else "")
+                      + f"; boot {last_n} ({last_console}) ran it again: {again}", t.log)
 
 
 def _failed_by(t: TestResult, sp: Splat) -> TestResult:

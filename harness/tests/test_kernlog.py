@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness import cases, kernlog, results
 from harness.cases import Case
-from harness.matrix import Cell
+from harness.matrix import Cell, RacyReason
 from harness.qemu import BootOutcome
 from harness.status import Status
 
@@ -381,3 +381,68 @@ def test_real_continuation_boot_reports_the_splat_after_the_first() -> None:
                                        if c.suite == "xattr_test")).status == Status.PASS
     assert (r.boots, r.rerun, r.status) == (2, (), Status.FAIL)
     assert not any("no kernel report" in p or "wrapped" in p for p in r.problems)
+
+
+def _failing(text: str, case: str, prog: str, why: str) -> str:
+    """text with case (of prog) failed by its checks: its FAIL line, not ok."""
+    assert f"# ok 1 {case}\n" in text
+    text = text.replace(f"# ok 1 {case}\n", f"# # {prog}.c:10:{case}:Expected 0 (0) == "
+                                             f"{why} (-1)\n# not ok 1 {case}\n")
+    return text.replace(f"ok 2 selftests: ima_appraise: {prog}\n",
+                        f"not ok 2 selftests: ima_appraise: {prog} # exit=1\n")
+
+
+def _fput_fails_then_passes(known=lambda name: None) -> results.CellResult:  # noqa: ANN001
+    """Boot 1 loses lockdep in open_test; fput_test/g.c, run after it,
+    fails by its own checks; boot 2 runs fput_test and mmap_test again and
+    g.c passes."""
+    first = results.Boot(outcome(_failing(console(run_records("open_test/f.b")), "g.c",
+                                          "fput_test", "check()")),
+                         ("open_test", "fput_test", "mmap_test"))
+    again = [r for r in run_records() if "open_test" not in r]
+    later = "\n".join(ktap({"fput_test": ["g.c"], "mmap_test": ["h.d"]}) + dump(again)) + "\n"
+    second = results.Boot(outcome(later), ("fput_test", "mmap_test"), "console-2.log")
+    return results.evaluate_boots(CELL, [first, second], EXPECTED, "tcg", known=known)
+
+
+def test_a_failure_by_its_checks_in_an_earlier_boot_stands() -> None:
+    """A case that failed in boot 1 (with lockdep off, but by its own
+    checks: a real result) and passed when boot 2 ran its program again
+    is a failure, and says where it failed."""
+    r = _fput_fails_then_passes()
+    t = r.test("fput_test/g.c")
+    assert t.status == Status.FAIL
+    assert t.reason == "failed in boot 1 (console.log); boot 2 (console-2.log) ran it again: pass"
+    assert t.log == ("fput_test.c:10:g.c:Expected 0 (0) == check() (-1)",)
+    assert r.test("mmap_test/h.d").status == Status.PASS
+    assert r.status == Status.FAIL and r.boots == 2
+    # A known failure, racy or not, failed by its checks once: xfail.
+    for why in ("bug", RacyReason("race")):
+        r = _fput_fails_then_passes(lambda name: why if name == "fput_test/g.c" else None)
+        t = r.test("fput_test/g.c")
+        assert t.status == Status.XFAIL
+        assert t.reason.startswith(f"failed in boot 1 (console.log): known failure: {why}; "
+                                   "boot 2 (console-2.log) ran it again: ")
+        # fput_test's exit=1 is its xfail's: only boot 1's splat is a problem.
+        assert [p.split(":")[0] for p in r.problems] == ["kernel splat"]
+
+
+def test_a_case_without_a_result_in_an_earlier_boot_takes_the_later_ones() -> None:
+    """Boot 1 panicked in open_test: fput_test never reported; boot 2's
+    pass is its result."""
+    recs = [r for r in run_records() if "fput_test" not in r and "mmap_test" not in r
+            and "finished" not in r]
+    recs.remove("ima_selftest: end open_test/f.b lockdep=on")
+    recs.remove("ima_selftest: done open_test lockdep=on")
+    recs += ["Kernel panic - not syncing: hung_task: blocked tasks"]
+    text = "\n".join(ktap({"open_test": ["f.a"]})[:-1]) + "\n" + "\n".join(
+        f"[{i + 1:5d}.000000] {r}" for i, r in enumerate(recs)) + "\n"
+    first = results.Boot(BootOutcome(text, 0, False, 10.0, ()),
+                         ("open_test", "fput_test", "mmap_test"))
+    again = [r for r in run_records() if "open_test" not in r]
+    later = "\n".join(ktap({"fput_test": ["g.c"], "mmap_test": ["h.d"]}) + dump(again)) + "\n"
+    second = results.Boot(outcome(later), ("fput_test", "mmap_test"), "console-2.log")
+    alone = results.evaluate_boots(CELL, [first], EXPECTED, "tcg")
+    assert alone.test("fput_test/g.c").reason.startswith(results.NO_RESULT_PREFIX)
+    r = results.evaluate_boots(CELL, [first, second], EXPECTED, "tcg")
+    assert (r.test("fput_test/g.c").status, r.test("fput_test/g.c").reason) == (Status.PASS, "")
