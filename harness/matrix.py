@@ -11,6 +11,7 @@ cells (arch x variant x mode x policy x hash x setattr) that `make run` boots.
           - signature: "lockdep-circular (&a->lock, &b->lock) in f"  # splats.signature()
             cells: {arch: [x86_64]}                 # optional, as above
             reason: "known lock inversion in 6.1.192"
+            at_boot: true           # optional: known only before the first program starts
       patched: {series: kernel-patches/series, note: "..."}
       patched-6.12:                 # another of Debian's kernels: linux-source-6.12
         version: "6.12"             # (quoted: YAML reads 6.10 as the number 6.1)
@@ -39,7 +40,12 @@ A variant's series is relative to the matrix file's directory.  A known
 failure that passes is an XPASS, which fails its cell like a failure.
 A known splat matches a splat's signature exactly; one that does not occur
 is no error: which splats a boot shows depends on the programs it ran, and
-lockdep reports only the first of them.
+lockdep reports only the first of them.  One known `at_boot` matches only
+a report printed before the boot's first `ima_selftest: start` mark: a
+report of the kernel's own start-up (arch code, not IMA) may be accepted
+there without accepting it during a test, where it would be the test's
+finding (and would take lockdep, or single-shot KASAN, from the rest of
+the boot unnoticed).
 """
 from __future__ import annotations
 
@@ -91,7 +97,7 @@ _MUTANT_VERSION_KEYS = ("patches", "base")
 _VARIANT_KEYS = ("series", "version", "tree", "note", "known_failures", "known_splats",
                  "flavor", "of")
 _KNOWN_FAILURE_KEYS = ("tests", "cells", "reason", "racy")
-_KNOWN_SPLAT_KEYS = ("signature", "cells", "reason")
+_KNOWN_SPLAT_KEYS = ("signature", "cells", "reason", "at_boot")
 # The variants --kernel-tree / KERNEL_TREE= and --extra-patches / EXTRA_PATCHES= add.
 LOCAL_VARIANT = "local"
 EXTRA_VARIANT = "extra"
@@ -143,9 +149,14 @@ class KnownSplat:
     signature: str                              # exactly as splats.signature() names it
     cells: tuple[tuple[str, tuple[str, ...]], ...]
     reason: str
+    # Known only before the boot's first program started (at_boot: true).
+    at_boot: bool = False
 
-    def applies(self, cell: Cell, signature: str) -> bool:
-        return (signature == self.signature
+    def applies(self, cell: Cell, signature: str, at_boot: bool = False) -> bool:
+        """Whether it is this splat, in cell; at_boot: the splat was
+        printed before the boot's first program started (a splat not known
+        to be is not)."""
+        return (signature == self.signature and (at_boot or not self.at_boot)
                 and all(getattr(cell, key) in values for key, values in self.cells))
 
 
@@ -168,9 +179,11 @@ class Variant:
     # How its kernels are configured and booted (harness/flavors.py).
     flavor: str = PLAIN
 
-    def known_splat(self, cell: Cell, signature: str) -> str | None:
-        """Why a splat of this signature is expected in cell, or None."""
-        return next((k.reason for k in self.known_splats if k.applies(cell, signature)), None)
+    def known_splat(self, cell: Cell, signature: str, at_boot: bool = False) -> str | None:
+        """Why a splat of this signature is expected in cell, or None;
+        at_boot: it came before the boot's first program started."""
+        return next((k.reason for k in self.known_splats
+                     if k.applies(cell, signature, at_boot)), None)
 
     def expected_failure(self, cell: Cell, test: str) -> str | None:
         """Why test is expected to fail in cell on this kernel, or None (a
@@ -318,7 +331,11 @@ def _known_splats(value: Any, where: str) -> tuple[KnownSplat, ...]:
         if sig.startswith("panic"):
             raise ConfigError(f"{where}[{i}].signature: {sig!r}: a panic ends the guest "
                               "and loses the tests after it; it cannot be a known splat")
-        out.append(KnownSplat(sig, cells, reason))
+        at_boot = entry.get("at_boot", False)
+        if not isinstance(at_boot, bool):
+            raise ConfigError(f"{where}[{i}].at_boot: expected true or false, "
+                              f"found {at_boot!r}")
+        out.append(KnownSplat(sig, cells, reason, at_boot))
     return tuple(out)
 
 

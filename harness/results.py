@@ -218,23 +218,35 @@ class _Seen:
     marks: tuple[kernlog.Mark, ...]
 
 
-def _read_boot(boot: Boot, known_splat: Callable[[str], str | None]) -> _Seen:
+# known_splat(signature, at_boot): why a splat is expected in the cell
+# (matrix.Variant.known_splat), or None; at_boot: it came before the
+# boot's first program started.
+KnownSplatCheck = Callable[[str, bool], str | None]
+
+
+def _read_boot(boot: Boot, known_splat: KnownSplatCheck) -> _Seen:
     console = boot.outcome.console
     run = ktap.parse(console)
     log = kernlog.read(console)
     marks = kernlog.marks(log)
+    # A splat is at boot only if the log shows it before the first start
+    # mark: one without a time, or in a boot with no start mark, cannot be
+    # placed before a test, and a known_splats entry with at_boot: true
+    # must not accept a report a test caused.
+    first = next(((m.time, m.line) for m in marks if m.what == "start"), None)
     found = []
     for sp in splat_scanner.scan(log.scan_text):
         test = kernlog.case_at(marks, sp.time, sp.line) if sp.time is not None else None
+        at_boot = sp.time is not None and first is not None and (sp.time, sp.line) < first
         found.append(dataclasses.replace(sp, test=test, console=boot.console,
-                                         known=known_splat(sp.signature)))
+                                         known=known_splat(sp.signature, at_boot)))
     return _Seen(boot, run, log, tuple(found), marks)
 
 
 def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel: str,
              artifacts: Path | None = None,
              known: Callable[[str], str | None] = lambda name: None,
-             known_splat: Callable[[str], str | None] = lambda signature: None,
+             known_splat: KnownSplatCheck = lambda signature, at_boot: None,
              missing_coverage: Callable[[str], list[str]] = lambda console: [],
              ) -> CellResult:
     """One boot that ran every program of expected."""
@@ -246,7 +258,7 @@ def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel
 def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], accel: str,
                    artifacts: Path | None = None,
                    known: Callable[[str], str | None] = lambda name: None,
-                   known_splat: Callable[[str], str | None] = lambda signature: None,
+                   known_splat: KnownSplatCheck = lambda signature, at_boot: None,
                    missing_coverage: Callable[[str], list[str]] = lambda console: [],
                    ) -> CellResult:
     """The cell's verdict from its boots: the first, then its continuation
@@ -255,11 +267,12 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
     it, unless an earlier one failed by its checks (_merged()); the
     splats of all.  known(test name) says why that test is
     expected to fail in this cell (matrix.Variant.expected_failure), or
-    None; known_splat(signature) the same of a splat
-    (matrix.Variant.known_splat): such a splat fails neither the cell nor
-    its test.  missing_coverage(console) names the detectors of the
-    cell's flavor (harness/flavors.py) a boot's console does not show
-    running: each fails the cell."""
+    None; known_splat(signature, at_boot) the same of a splat
+    (matrix.Variant.known_splat; at_boot: printed before the boot's first
+    program started): such a splat fails neither the cell nor its test.
+    missing_coverage(console) names the detectors of the cell's flavor
+    (harness/flavors.py) a boot's console does not show running: each
+    fails the cell."""
     seen = [_read_boot(b, known_splat) for b in boots]
     runs: dict[str, list[tuple[int, str, TestResult]]] = {}
     problems: list[str] = []

@@ -673,8 +673,8 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     def known(name: str) -> str | None:
         return variant.expected_failure(cell, name) if variant else None
 
-    def known_splat(signature: str) -> str | None:
-        return variant.known_splat(cell, signature) if variant else None
+    def known_splat(signature: str, at_boot: bool) -> str | None:
+        return variant.known_splat(cell, signature, at_boot) if variant else None
 
     if programs:
         # Only their cases are expected.

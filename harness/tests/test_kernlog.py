@@ -205,9 +205,43 @@ def test_a_known_report_at_boot_still_costs_the_cell_its_lockdep() -> None:
     race = tuple(c for c in cases.expected_cases(REPO / "selftests") if c.suite == "race_test")
     sig = "kasan: wild-memory-access in rcu_is_watching"
     r = results.evaluate_boots(CELL, [results.Boot(outcome(log), ("race_test",))], race, "tcg",
-                               known_splat=lambda s: "at boot" if s == sig else None)
+                               known_splat=lambda s, at_boot: "at boot" if s == sig else None)
     assert [(sp.signature, sp.known, sp.test) for sp in r.splats] == [(sig, "at boot", None)]
     assert r.rerun == ("race_test",)
+
+
+def test_a_splat_known_at_boot_is_unknown_during_a_test() -> None:
+    """matrix.yaml's KASAN report known at boot (at_boot: true), judged
+    by the debug variants' own entry: known before the first program's
+    start mark, a failure of the cell and of its case once a test ran."""
+    from harness import matrix
+    log = (DATA / "real_x86_64_debug_kasan_at_boot.log").read_text()
+    race = tuple(c for c in cases.expected_cases(REPO / "selftests") if c.suite == "race_test")
+    m = matrix.load(REPO / "matrix.yaml")
+    cell = Cell("x86_64", "patched-debug", "enforce", "custom", "sha1", "remove")
+    variant = m.variants[cell.variant]
+
+    def judged(console: str) -> results.CellResult:
+        return results.evaluate_boots(
+            cell, [results.Boot(outcome(console), ("race_test",))], race, "tcg",
+            known_splat=lambda s, at_boot: variant.known_splat(cell, s, at_boot))
+
+    at_boot = judged(log)
+    assert [sp.known for sp in at_boot.splats] == [variant.known_splats[0].reason]
+    assert not any(p.startswith("kernel splat") for p in at_boot.problems)
+    # The program started (and its first case began) before the report:
+    # the same report, now during race.writers_close_together.
+    start = "kmsg 287,4 [    8.948732] ima_selftest: start race_test lockdep=off"
+    begin = "kmsg 288,4 [    8.972144] ima_selftest: begin race_test/race.writers_close_together"
+    assert start in log and begin in log
+    during = judged(log.replace(start, start.replace("8.948732", "0.500000"))
+                    .replace(begin, begin.replace("8.972144", "0.600000")))
+    (sp,) = during.splats
+    assert (sp.known, sp.test) == (None, "race_test/race.writers_close_together")
+    assert during.status == Status.FAIL
+    assert "kernel splat: kasan: BUG: KASAN: wild-memory-access in rcu_is_watching" in \
+        during.problems
+    assert during.test("race_test/race.writers_close_together").status == Status.FAIL
 
 
 def test_continuation_boots_merge_into_one_cell() -> None:

@@ -384,7 +384,10 @@ SIG = "lockdep-circular (&iint->mutex, &sb->s_type->i_mutex_key) in process_meas
      "panic ends the guest and loses the tests after it; it cannot be a known splat"),
     ("known_splats", {"tests": ["a/*"], "signature": SIG, "reason": "r"},
      "matrix.yaml: variants.stock.known_splats[0]: unknown key 'tests'; "
-     "allowed: signature, cells, reason"),
+     "allowed: signature, cells, reason, at_boot"),
+    ("known_splats", {"signature": SIG, "reason": "r", "at_boot": "true"},
+     "matrix.yaml: variants.stock.known_splats[0].at_boot: expected true or false, "
+     "found 'true'"),
 ])
 def test_known_entry_errors(write, key, entry, message) -> None:
     c = config()
@@ -404,6 +407,31 @@ def test_known_splats(write) -> None:
     # The whole signature or nothing: lock classes such as
     # &iint_mutex_key[depth] would be character classes to a glob.
     assert v.known_splat(Cell("x86_64", "stock", "fix", "custom"), SIG[:-1]) is None
+
+
+def test_a_known_splat_at_boot_is_known_only_at_boot(write) -> None:
+    """at_boot: true: before the first program started; the same report
+    during a test is as unknown as any other."""
+    c = config()
+    c["variants"]["stock"] = {"known_splats": [
+        {"signature": SIG, "reason": "at boot", "at_boot": True},
+        {"signature": "warning in f", "reason": "any time", "at_boot": False}]}
+    v = matrix.load(write(c)).variants["stock"]
+    cell = Cell("x86_64", "stock", "fix", "custom")
+    assert [k.at_boot for k in v.known_splats] == [True, False]
+    assert v.known_splat(cell, SIG, at_boot=True) == "at boot"
+    assert v.known_splat(cell, SIG, at_boot=False) is None
+    assert v.known_splat(cell, SIG) is None
+    assert v.known_splat(cell, "warning in f", at_boot=False) == "any time"
+    assert v.known_splat(cell, "warning in f", at_boot=True) == "any time"
+
+
+def test_the_repositorys_kasan_at_boot_splat_is_known_at_boot_only() -> None:
+    m = matrix.load(Path(__file__).parents[2] / "matrix.yaml")
+    sig = "kasan: wild-memory-access in rcu_is_watching"
+    for name in ("stock-debug", "patched-debug"):
+        entries = [k for k in m.variants[name].known_splats if k.signature == sig]
+        assert entries and all(k.at_boot for k in entries), name
 
 
 def test_hash_and_setattr_axes(write) -> None:

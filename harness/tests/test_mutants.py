@@ -139,7 +139,7 @@ def test_a_mutant_keeps_its_base_kernels_known_splats() -> None:
     assert v.known_splat(Cell("x86_64", v.name, "fix", "custom"), splat.signature) is None
     outcome = BootOutcome((DATA / log).read_text(), None, True, 4.0, ())
     seen = results.evaluate(cell, outcome, EXPECTED, "tcg",
-                            known_splat=lambda sig: v.known_splat(cell, sig))
+                            known_splat=lambda sig, at_boot: v.known_splat(cell, sig, at_boot))
     assert [s.known for s in seen.splats] == [reason]
     verdict = regressions.judge(v.name, v.catches, [seen])
     assert (verdict.caught, verdict.evidence) == (False, ("splat:lockdep-circular: NOTHING FAILED",))

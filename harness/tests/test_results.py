@@ -281,7 +281,7 @@ def test_a_known_failure_with_no_result_is_a_failure() -> None:
 
 
 def _with_splat(cell: Cell, splat_log: str = "lockdep_circular.log",
-                known_splat=lambda sig: None) -> results.CellResult:
+                known_splat=lambda sig, at_boot: None) -> results.CellResult:
     console = real("real_aarch64_fix_custom_pass.log") + real(splat_log)
     return results.evaluate(cell, outcome(console), EXPECTED, "tcg", known_splat=known_splat)
 
@@ -290,7 +290,8 @@ SIG = "lockdep-circular (&iint->mutex, &sb->s_type->i_mutex_key) in process_meas
 
 
 def test_a_known_splat_does_not_fail_its_cell() -> None:
-    known = {SIG: "inversion in 6.1.192"}.get
+    def known(sig: str, at_boot: bool) -> str | None:
+        return "inversion in 6.1.192" if sig == SIG else None
     r = _with_splat(CELL, known_splat=known)
     assert (r.status, r.reason) == ("pass", "")
     assert r.splats[0].known == "inversion in 6.1.192"
@@ -302,7 +303,8 @@ def test_a_known_splat_does_not_fail_its_cell() -> None:
 def test_splats_in_results_json(tmp_path: Path) -> None:
     cells = [_with_splat(Cell("aarch64", "stock", mode, "custom")) for mode in ("fix", "log")]
     cells.append(_with_splat(Cell("aarch64", "stock", "enforce", "custom"), "warn_on.log",
-                             known_splat={"warning in ima_check_last_writer": "why"}.get))
+                             known_splat=lambda sig, at_boot: "why" if sig ==
+                             "warning in ima_check_last_writer" else None))
     results.write_json(tmp_path / "results.json", "run-1", cells, {})
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["cells"][0]["splats"] == [{
