@@ -165,7 +165,8 @@ static inline void audit_sync(struct __test_metadata *const _metadata,
 				    (now.tv_sec == deadline.tv_sec &&
 				     now.tv_nsec < deadline.tv_nsec))
 			{
-				TH_LOG("the audit sentinel \"%s\" did not reach /dev/kmsg within %d ms: kauditd stopped printing",
+				TH_LOG(TIMED_OUT
+				       "the audit sentinel \"%s\" did not reach /dev/kmsg within %d ms: kauditd stopped printing",
 				       sentinel, AUDIT_SENTINEL_MS);
 			}
 			poll(&pfd, 1, 100);

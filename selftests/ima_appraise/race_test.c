@@ -751,7 +751,7 @@ static void racer_aio_fput(const struct race_round *r,
 		racer_check(r, res, false, false, "io_getevents");
 	} else if (submitted && !n) {
 		racer_seen(res, "io_getevents",
-			   "the fsync did not complete in %d ms",
+			   TIMED_OUT "the fsync did not complete in %d ms",
 			   KTHREAD_FPUT_MS);
 	} else if (submitted && ev.res) {
 		errno = -ev.res;
@@ -767,6 +767,7 @@ static void racer_aio_fput(const struct race_round *r,
 		usleep(1000);
 	if (errno == ETXTBSY)
 		racer_seen(res, "execve after the last reference went",
+			   TIMED_OUT
 			   "ETXTBSY: write access still held after %d ms",
 			   KTHREAD_FPUT_MS);
 	else if (errno != ENOEXEC)
