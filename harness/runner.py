@@ -706,7 +706,7 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     qemu.make_scratch_disk(disk, fsuuid)
     variant = matrix.variants.get(cell.variant)
     flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
-    cmdline = " ".join(filter(None, (qemu.HARNESS_MARKER, flavor.boot_args.get(cell.arch, ""),
+    cmdline = " ".join(filter(None, (qemu.HARNESS_MARKER, flavor.cmdline(cell.arch),
                                      cell.cmdline(),
                                      qemu.MAKE_RUNNER if matrix_mod.make_path(matrix, cell)
                                      else "")))

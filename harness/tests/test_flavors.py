@@ -26,11 +26,13 @@ def test_a_plain_kernels_log_fails_the_debug_coverage_check() -> None:
     one was asked for: every detector is named as missing."""
     console = (DATA / "real_x86_64_stock_enforce_custom_whole_log.log").read_text()
     assert DEBUG.missing_coverage(console) == [
-        "KASAN", "KFENCE", "PROVE_RCU", "PREEMPT_RCU", "2 CPUs (no 'smp: Brought up' line)"]
+        "KASAN", "kasan_multi_shot", "KFENCE", "PROVE_RCU", "PREEMPT_RCU",
+        "2 CPUs (no 'smp: Brought up' line)"]
     # A kernel with KFENCE, preemptible RCU and its lockdep checks, but
     # neither KASAN nor a second CPU.
     no_kasan = (DATA / "real_x86_64_kfence.log").read_text()
-    assert DEBUG.missing_coverage(no_kasan) == ["KASAN", "2 CPUs (brought up 1)"]
+    assert DEBUG.missing_coverage(no_kasan) == ["KASAN", "kasan_multi_shot",
+                                                "2 CPUs (brought up 1)"]
 
 
 def test_the_plain_flavor_asks_for_lockdep_only() -> None:
@@ -116,6 +118,13 @@ def test_an_exclusion_may_list_values(tmp_path: Path) -> None:
         "x86_64-stock-log-custom-sha1-keep", "x86_64-patched-enforce-custom-sha1-keep"]
 
 
+def _multi_shot(console: str) -> str:
+    """A debug console recorded before the flavor asked for
+    kasan_multi_shot, with it on its command line as a boot has it now."""
+    assert "pci=noacpi" in console and "kasan_multi_shot" not in console
+    return console.replace("pci=noacpi", "pci=noacpi kasan_multi_shot")
+
+
 def _debug_cell(console: str) -> results.CellResult:
     """The recorded debug cell (x86_64-patched-debug-enforce-custom-sha1-
     remove, 2026-12-04), judged as the runner judges a debug cell: the
@@ -129,9 +138,44 @@ def _debug_cell(console: str) -> results.CellResult:
 
 
 def test_a_real_debug_cell_shows_its_coverage_and_passes() -> None:
-    r = _debug_cell(RECORDED_DEBUG.read_text())
+    r = _debug_cell(_multi_shot(RECORDED_DEBUG.read_text()))
     assert (r.status, r.problems) == ("pass", ())
     assert r.counts()["pass"] == 165
+
+
+def test_a_debug_kernel_without_kasan_multi_shot_fails_its_cell() -> None:
+    """6.1's KASAN reports only a boot's first bad access unless
+    kasan_multi_shot is on the command line: after a report (the known
+    one at boot, say) it would cover nothing, silently."""
+    r = _debug_cell(RECORDED_DEBUG.read_text())
+    assert r.status == "fail"
+    assert r.problems == ("the kernel ran without kasan_multi_shot: the flavor's checks were "
+                          "not in force",)
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHS))
+def test_every_debug_boot_asks_kasan_for_every_report(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      arch: str) -> None:
+    """kasan_multi_shot on the kernel command line of every debug boot,
+    on every arch (x86_64's pci=noacpi still there); none on a plain one."""
+    asked: list[str] = []
+
+    def boot(req: qemu.BootRequest, console: Path) -> BootOutcome:
+        asked.append(qemu.kernel_cmdline(req))
+        return BootOutcome("", 0, False, 1.0, ())
+
+    monkeypatch.setattr(qemu, "boot", boot)
+    monkeypatch.setattr(qemu, "make_scratch_disk", lambda path, uuid: None)
+    m = load(REPO / "matrix.yaml")
+    kernel = runner.BuiltKernel(tmp_path / "kernel", tmp_path / "config", "")
+    for variant in ("patched-debug", "patched"):
+        cell = Cell(arch, variant, "enforce", "custom", "sha1", "remove")
+        runner._boot_once(m, cell, kernel, tmp_path / "initrd", "tcg", tmp_path, tmp_path,
+                          ("open_test",), 1, select=False)
+    debug, plain = (a.split() for a in asked)
+    assert "kasan_multi_shot" in debug and "kasan_multi_shot" not in plain
+    assert ("pci=noacpi" in debug) == (arch == "x86_64")
 
 
 @pytest.mark.parametrize("edit,missing", [
@@ -141,7 +185,7 @@ def test_a_real_debug_cell_shows_its_coverage_and_passes() -> None:
 ])
 def test_a_debug_cell_without_a_detector_fails_by_its_name(edit: tuple[str, str],
                                                            missing: str) -> None:
-    console = RECORDED_DEBUG.read_text()
+    console = _multi_shot(RECORDED_DEBUG.read_text())
     assert edit[0] in console
     r = _debug_cell(console.replace(*edit))
     assert r.status == "fail"
