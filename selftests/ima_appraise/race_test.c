@@ -57,8 +57,9 @@
  *     label_set_during_appraisal, the case that looks for it).
  *   label_set_during_appraisal: one racer removes the label and sets it
  *     again, opening the file after each, while two others read it: once
- *     removexattr() has returned, enforce must deny the file; once
- *     setxattr() has, it must pass in every mode.
+ *     removexattr() has returned, enforce must deny the file, and fix
+ *     mode must have labelled it again by the time the open returns;
+ *     once setxattr() has, it must pass in every mode.
  *   final_fput_from_kthread: a writer rewrites data through a shared
  *     mapping and lets go of it while an AIO fsync still holds it, so
  *     that a kworker drops the last reference and delayed_fput's work
@@ -603,17 +604,31 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 	}
 }
 
+/* Whether seen (seen_len bytes, or -errno) is self->label. */
+static bool label_is(FIXTURE_DATA(race) * self, const uint8_t *seen,
+		     ssize_t seen_len)
+{
+	return seen_len == (ssize_t)self->label_len &&
+	       !memcmp(self->label, seen, self->label_len);
+}
+
 /*
  * An open of data right after RELABEL_CHECK's removexattr() or
  * setxattr() returned: labelled, it must pass in every mode; unlabelled,
- * enforce must deny it (EACCES) and every other mode let it through.
+ * enforce must deny it (EACCES) and every other mode let it through,
+ * and fix mode must have labelled it again by the time open() returns
+ * (the removal made IMA appraise it afresh, and the missing label is
+ * what fix mode writes; only this racer takes the label away).
  */
 static void racer_open_after(const struct race_round *r,
 			     struct racer_result *res, unsigned int loop,
 			     bool labelled)
 {
-	bool deny = !labelled && r->self->env.cell.mode == MODE_ENFORCE &&
-		    cell_appraises(&r->self->env.cell);
+	const struct cell *cell = &r->self->env.cell;
+	bool appraises = cell_appraises(cell);
+	bool deny = !labelled && cell->mode == MODE_ENFORCE && appraises;
+	uint8_t seen[IMA_XATTR_MAX + 16];
+	ssize_t seen_len;
 	int fd, err;
 
 	errno = 0;
@@ -621,6 +636,15 @@ static void racer_open_after(const struct race_round *r,
 	err = errno;
 	if (fd >= 0)
 		close(fd);
+	if (!res->call[0] && fd >= 0 && !labelled && cell->mode == MODE_FIX &&
+	    appraises) {
+		seen_len = get_ima(r->self->env.path, seen, sizeof(seen));
+		if (!label_is(r->self, seen, seen_len))
+			racer_seen(res, "open after removexattr()",
+				   "security.ima %s: fix mode did not label the file again",
+				   seen_len < 0 ? "missing" : "wrong");
+		return;
+	}
 	if (res->call[0] || (deny ? fd < 0 && err == EACCES : fd >= 0))
 		return;
 	snprintf(res->call, sizeof(res->call), "open %u after %s() returned",
@@ -904,17 +928,9 @@ static bool race_next(struct __test_metadata *const _metadata,
 	return false;
 }
 
-/* Whether seen (seen_len bytes, or -1 and errno) is self->label. */
-static bool label_is(FIXTURE_DATA(race) * self, const uint8_t *seen,
-		     ssize_t seen_len)
-{
-	return seen_len == (ssize_t)self->label_len &&
-	       !memcmp(self->label, seen, self->label_len);
-}
-
 /*
- * security.ima of data after round `round' (seen: seen_len bytes, or -1
- * and errno) must be self->label.
+ * security.ima of data after round `round' (seen: seen_len bytes, or
+ * -errno) must be self->label.
  */
 static void assert_label_seen(struct __test_metadata *const _metadata,
 			      FIXTURE_DATA(race) * self, unsigned int round,
