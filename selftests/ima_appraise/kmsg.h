@@ -29,6 +29,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "../kselftest_harness.h"
@@ -39,6 +41,14 @@
 #define AUDIT_SENTINEL_MS 20000
 /* What audit_log_lost() prints when a record was dropped (rate, backlog). */
 #define AUDIT_LOST "audit: audit_lost="
+/*
+ * What printk_ratelimit() prints when kauditd_printk_skb() prints
+ * again after leaving records out: "kauditd_printk_skb: N callbacks
+ * suppressed".
+ */
+#define AUDIT_SUPPRESSED "kauditd_printk_skb: "
+/* How kauditd prints a record: "audit: type=<type> audit(<stamp>): ..." */
+#define AUDIT_RECORD "audit: type="
 
 /* The kernel log from audit_watch() on, read up to the last sentinel. */
 struct audit_log {
@@ -51,9 +61,27 @@ struct audit_log {
 	bool overrun;
 	/* sentinels sent so far */
 	unsigned int sentinels;
+	/*
+	 * The watch's own first sentinel, and whether it was read: records
+	 * printed before it were made before the watch began.
+	 */
+	char from[64];
+	bool from_seen;
 };
 
-/* Starts reading the kernel log after every record logged so far. */
+/* Watches begun in this process, for unique sentinels. */
+static unsigned int audit_watches;
+
+static inline void audit_send_user_msg(struct __test_metadata *const _metadata,
+				       const char *text);
+
+/*
+ * Starts reading the kernel log after every record made so far: what is
+ * in /dev/kmsg now, and, once a sentinel sent now is read, what kauditd
+ * still held queued (a record an earlier case made and kauditd printed
+ * late is not this watch's, although a name or an inode number in it may
+ * be the same as one of ours).
+ */
 static inline void audit_watch(struct __test_metadata *const _metadata,
 			       struct audit_log *log)
 {
@@ -64,6 +92,9 @@ static inline void audit_watch(struct __test_metadata *const _metadata,
 		TH_LOG("open /dev/kmsg: %s", strerror(errno));
 	}
 	ASSERT_LE(0, lseek(log->fd, 0, SEEK_END));
+	snprintf(log->from, sizeof(log->from), "ima_selftest_watch=%d.%u",
+		 getpid(), ++audit_watches);
+	audit_send_user_msg(_metadata, log->from);
 }
 
 static inline void audit_unwatch(struct audit_log *log)
@@ -142,7 +173,7 @@ static inline void audit_sync(struct __test_metadata *const _metadata,
 			      struct audit_log *log)
 {
 	struct pollfd pfd = { .fd = log->fd, .events = POLLIN };
-	char sentinel[64], needle[80], rec[8192], *msg, *end;
+	char sentinel[64], needle[80], from[80], rec[8192], *msg, *end;
 	struct timespec now, deadline;
 	ssize_t len;
 
@@ -150,6 +181,7 @@ static inline void audit_sync(struct __test_metadata *const _metadata,
 	snprintf(sentinel, sizeof(sentinel), "ima_selftest_sentinel=%d.%u",
 		 getpid(), ++log->sentinels);
 	snprintf(needle, sizeof(needle), "msg='%s'", sentinel);
+	snprintf(from, sizeof(from), "msg='%s'", log->from);
 	ASSERT_EQ(0, clock_gettime(CLOCK_MONOTONIC, &deadline));
 	deadline.tv_sec += AUDIT_SENTINEL_MS / 1000;
 	audit_send_user_msg(_metadata, sentinel);
@@ -182,8 +214,27 @@ static inline void audit_sync(struct __test_metadata *const _metadata,
 		msg = msg ? msg + 1 : rec;
 		end = strchrnul(msg, '\n');
 		*end = '\0';
-		if (strstr(msg, needle))
+		if (strstr(msg, needle)) {
+			/* kauditd prints in the order records were queued */
+			ASSERT_TRUE(log->from_seen)
+			{
+				TH_LOG("the watch's first sentinel \"%s\" did not come before the last",
+				       log->from);
+			}
 			return;
+		}
+		if (!log->from_seen && strstr(msg, from)) {
+			log->from_seen = true;
+			continue;
+		}
+		/*
+		 * A record before the watch's first sentinel was queued before
+		 * the watch began; anything else the kernel printed (that
+		 * records were lost, say) counts wherever it comes.
+		 */
+		if (!log->from_seen && !strncmp(msg, AUDIT_RECORD,
+						strlen(AUDIT_RECORD)))
+			continue;
 		audit_append(_metadata, log, msg, end - msg);
 	}
 }
@@ -210,6 +261,52 @@ static inline const char *audit_name(const char *path, char *buf, size_t size)
 {
 	snprintf(buf, size, "name=\"%s\"", path);
 	return buf;
+}
+
+/*
+ * dev="<s_id>", as a record of an inode prints its filesystem, for one
+ * on the block device dev: its s_id is the device's name, the DEVNAME of
+ * /sys/dev/block/<major>:<minor>/uevent.  False where dev is no block
+ * device's (overlayfs, tmpfs).
+ */
+static inline bool audit_dev(dev_t dev, char *buf, size_t size)
+{
+	char uevent[64], line[256];
+	bool found = false;
+	FILE *f;
+
+	snprintf(uevent, sizeof(uevent), "/sys/dev/block/%u:%u/uevent",
+		 major(dev), minor(dev));
+	f = fopen(uevent, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "DEVNAME=", 8))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(buf, size, "dev=\"%s\"", line + 8);
+		found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The needle every record of path's inode has, "dev=\"<s_id>\" ino=<n> ",
+ * whatever name it gives the file: IMA names it by the path it was
+ * opened by, but a failed collect_data by its base name and set_data by
+ * its path in its filesystem.  False where path is gone or not on a
+ * block device.
+ */
+static inline bool audit_inode(const char *path, char *buf, size_t size)
+{
+	char dev[48];
+	struct stat st;
+
+	if (stat(path, &st) || !audit_dev(st.st_dev, dev, sizeof(dev)))
+		return false;
+	snprintf(buf, size, "%s ino=%lu ", dev, (unsigned long)st.st_ino);
+	return true;
 }
 
 /*
@@ -246,7 +343,8 @@ static inline void expect_no_record(struct __test_metadata *const _metadata,
 		TH_LOG("unexpected audit record %s%s%s in:\n%s", needle1,
 		       needle2 ? " " : "", needle2 ? needle2 : "", log->text);
 	}
-	EXPECT_FALSE(log->overrun || audit_has(log, AUDIT_LOST, NULL))
+	EXPECT_FALSE(log->overrun || audit_has(log, AUDIT_LOST, NULL) ||
+		     audit_has(log, AUDIT_SUPPRESSED, "callbacks suppressed"))
 	{
 		TH_LOG("kernel log records were lost: absence not proven");
 	}
@@ -254,17 +352,25 @@ static inline void expect_no_record(struct __test_metadata *const _metadata,
 
 /*
  * No record named path (with cause=<cause>, or any record if cause is
- * NULL) was made before now.
+ * NULL) was made before now, by its path or by its inode (audit_inode()).
  */
 static inline void expect_not_logged(struct __test_metadata *const _metadata,
 				     struct audit_log *log, const char *path,
 				     const char *cause)
 {
-	char name[PATH_MAX + 8], want[64];
+	char name[PATH_MAX + 8], want[64], inode[96];
 
 	snprintf(want, sizeof(want), "cause=%s ", cause ? cause : "");
 	expect_no_record(_metadata, log, audit_name(path, name, sizeof(name)),
 			 cause ? want : NULL);
+	if (!audit_inode(path, inode, sizeof(inode)))
+		return;
+	/* read up to the sentinel already */
+	EXPECT_FALSE(audit_has(log, inode, cause ? want : NULL))
+	{
+		TH_LOG("unexpected audit record naming %s by its inode (%s) in:\n%s",
+		       path, inode, log->text);
+	}
 }
 
 /* No record named a file in directory dir before now. */
