@@ -363,14 +363,20 @@ def test_real_whole_cell_log_is_whole_and_marks_every_case() -> None:
     assert not cov.lost and len(cov.started_on) == 17
 
 
-def test_a_panic_asks_for_the_programs_that_never_started() -> None:
+def _panicked_in_open_test() -> str:
+    """A console whose kernel panicked in open_test's second case: fput_test
+    and mmap_test never started."""
     recs = [r for r in run_records() if "fput_test" not in r and "mmap_test" not in r
             and "finished" not in r]
     recs.remove("ima_selftest: end open_test/f.b lockdep=on")
     recs.remove("ima_selftest: done open_test lockdep=on")
     recs += ["Kernel panic - not syncing: hung_task: blocked tasks"]
-    text = "\n".join(ktap({"open_test": ["f.a"]})[:-1]) + "\n" + "\n".join(
+    return "\n".join(ktap({"open_test": ["f.a"]})[:-1]) + "\n" + "\n".join(
         f"[{i + 1:5d}.000000] {r}" for i, r in enumerate(recs)) + "\n"
+
+
+def test_a_panic_asks_for_the_programs_that_never_started() -> None:
+    text = _panicked_in_open_test()
     r = results.evaluate(CELL, BootOutcome(text, 0, False, 10.0, ()), EXPECTED, "tcg")
     assert r.status == Status.PANIC
     assert r.rerun == ("fput_test", "mmap_test")
@@ -464,14 +470,7 @@ def test_a_failure_by_its_checks_in_an_earlier_boot_stands() -> None:
 def test_a_case_without_a_result_in_an_earlier_boot_takes_the_later_ones() -> None:
     """Boot 1 panicked in open_test: fput_test never reported; boot 2's
     pass is its result."""
-    recs = [r for r in run_records() if "fput_test" not in r and "mmap_test" not in r
-            and "finished" not in r]
-    recs.remove("ima_selftest: end open_test/f.b lockdep=on")
-    recs.remove("ima_selftest: done open_test lockdep=on")
-    recs += ["Kernel panic - not syncing: hung_task: blocked tasks"]
-    text = "\n".join(ktap({"open_test": ["f.a"]})[:-1]) + "\n" + "\n".join(
-        f"[{i + 1:5d}.000000] {r}" for i, r in enumerate(recs)) + "\n"
-    first = results.Boot(BootOutcome(text, 0, False, 10.0, ()),
+    first = results.Boot(BootOutcome(_panicked_in_open_test(), 0, False, 10.0, ()),
                          ("open_test", "fput_test", "mmap_test"))
     again = [r for r in run_records() if "open_test" not in r]
     later = "\n".join(ktap({"fput_test": ["g.c"], "mmap_test": ["h.d"]}) + dump(again)) + "\n"
