@@ -122,7 +122,11 @@ TEST_F(no_xattr, open)
 		TH_LOG("%s mode: open of a ramfs file owned by %d",
 		       mode_names[env->cell.mode], variant->owner);
 	}
-	/* Opened again: a failure is never cached, a pass may be. */
+	/*
+	 * Opened again, to the same verdict.  (INTEGRITY_UNKNOWN is not
+	 * cached at all here, so this cannot tell a cached failure from
+	 * none: open_file.*.read's second read does.)
+	 */
 	EXPECT_EQ(want, test_open(self->path, O_RDONLY));
 }
 
