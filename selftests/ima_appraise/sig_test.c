@@ -27,6 +27,8 @@
 
 #include "sig.h"
 
+#include <sys/fsuid.h>
+
 #define STR(x) #x
 #define XSTR(x) STR(x)
 #define FOWNER_IMASIG_STR XSTR(FOWNER_IMASIG)
@@ -230,8 +232,22 @@ TEST_F(signed_file, write)
 		ASSERT_EQ(0, close(fd));
 	}
 	expect_sig_is(_metadata, self->env.path, self->sig, self->sig_len);
-	if (self->env.cell.mode == MODE_ENFORCE)
+	if (self->env.cell.mode == MODE_ENFORCE) {
+		/*
+		 * The refusal changed nothing: the file reads as it did
+		 * before, and a good signature leaves no record
+		 * (regressions/0059 caches a failure with the refusal).
+		 */
+		ASSERT_EQ(expected_errno(&self->env.cell,
+					 sig_state(variant->valid)),
+			  test_open(self->env.path, O_RDONLY))
+		{
+			TH_LOG("a read after the refused write open");
+		}
+		expect_sig_audited(_metadata, &self->env, variant->valid,
+				   "invalid-signature");
 		return;
+	}
 	/* the content no longer matches any signature */
 	EXPECT_EQ(0, test_open(self->env.path, O_RDONLY));
 	expect_sig_audited(_metadata, &self->env, false, "invalid-signature");
@@ -433,6 +449,113 @@ TEST_F(imasig_rule, read)
 		expect_no_ima(_metadata, self->env.path);
 	expect_sig_audited(_metadata, &self->env, variant->valid,
 			   "IMA-signature-required");
+}
+
+/*
+ * A file its owner creates under an imasig rule is new (IMA_NEW_FILE:
+ * FMODE_CREATED) until its last writer closes it, and a new file is
+ * excused its missing label; but where a signature is required only
+ * while it is empty (ima_appraise_measurement(): IMA_DIGSIG_REQUIRED),
+ * as nobody can have signed what it holds.  The create's own FILE_CHECK
+ * passes and is cached, so the rule that shows it is a second one, for
+ * MMAP_CHECK: FOWNER_IMASIG (setfsuid()) creates the file, writes it or
+ * not, and maps it executable before the close.  An empty one passes
+ * without a record in every mode; one with data is an unsigned file:
+ * denied in enforce, cause=IMA-signature-required where the cell
+ * appraises.  Broken kernel: every new file excused (regressions/0061).
+ */
+FIXTURE(imasig_new_file)
+{
+	struct ima_env env;
+};
+
+FIXTURE_VARIANT(imasig_new_file)
+{
+	/* written before it is mapped */
+	bool data;
+};
+
+/* clang-format off */
+FIXTURE_VARIANT_ADD(imasig_new_file, empty)
+{
+	.data = false,
+};
+
+FIXTURE_VARIANT_ADD(imasig_new_file, written)
+{
+	.data = true,
+};
+/* clang-format on */
+
+FIXTURE_SETUP(imasig_new_file)
+{
+	static const char *const funcs[] = { "FILE_CHECK", "MMAP_CHECK" };
+	char rule[256], uuid[37];
+	size_t i;
+
+	if (ima_env_setup(_metadata, &self->env, variant, "sig", signed_name))
+		return;
+	if (self->env.cell.policy != POLICY_CUSTOM) {
+		self->env.skip = true;
+		CELL_SKIP(return, "imasig rules need a custom policy, not %s",
+				policy_names[self->env.cell.policy]);
+	}
+	scratch_fsuuid(_metadata, scratch_dir(), uuid);
+	for (i = 0; i < ARRAY_SIZE(funcs); i++) {
+		snprintf(rule, sizeof(rule),
+			 "appraise func=%s fsuuid=%s fowner=%s appraise_type=imasig",
+			 funcs[i], uuid, FOWNER_IMASIG_STR);
+		policy_add_rule(_metadata, rule);
+	}
+	/* FOWNER_IMASIG creates the file in dir */
+	ASSERT_EQ(0, chown(self->env.dir, FOWNER_IMASIG, 0));
+	ima_env_watch(_metadata, &self->env);
+}
+
+FIXTURE_TEARDOWN(imasig_new_file)
+{
+	ima_env_teardown(_metadata, &self->env);
+}
+
+TEST_F(imasig_new_file, mmap_exec)
+{
+	static const char data[] = "written by its owner, signed by nobody\n";
+	bool denied = variant->data && self->env.cell.mode == MODE_ENFORCE;
+	size_t page = sysconf(_SC_PAGESIZE);
+	struct stat st;
+	void *map;
+	int fd;
+
+	if (self->env.skip)
+		return;
+	setfsuid(FOWNER_IMASIG);
+	fd = open(self->env.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	setfsuid(0);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("create %s as uid %d: %s", self->env.path,
+		       FOWNER_IMASIG, strerror(errno));
+	}
+	ASSERT_EQ(0, fstat(fd, &st));
+	ASSERT_EQ(FOWNER_IMASIG, st.st_uid);
+	if (variant->data)
+		ASSERT_EQ(sizeof(data) - 1, write(fd, data, sizeof(data) - 1));
+	map = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	EXPECT_EQ(denied ? EACCES : 0, map == MAP_FAILED ? errno : 0)
+	{
+		TH_LOG("%s mode: a new %s file under appraise_type=imasig, mapped executable",
+		       mode_names[self->env.cell.mode],
+		       variant->data ? "written" : "empty");
+	}
+	if (map != MAP_FAILED)
+		ASSERT_EQ(0, munmap(map, page));
+	ASSERT_EQ(0, close(fd));
+	if (variant->data)
+		expect_cause_logged(_metadata, &self->env.cell, &self->env.log,
+				    self->env.path, "IMA-signature-required");
+	else
+		expect_not_logged(_metadata, &self->env.log, self->env.path,
+				  NULL);
 }
 
 TEST_HARNESS_MAIN
