@@ -256,6 +256,23 @@ static inline bool audit_has(const struct audit_log *log, const char *needle1,
 	return false;
 }
 
+/* A record of log containing needle and not but. */
+static inline bool audit_has_but(const struct audit_log *log,
+				 const char *needle, const char *but)
+{
+	const char *line = log->text, *end;
+	char rec[8192];
+
+	while (line && *line) {
+		end = strchrnul(line, '\n');
+		snprintf(rec, sizeof(rec), "%.*s", (int)(end - line), line);
+		if (strstr(rec, needle) && !strstr(rec, but))
+			return true;
+		line = *end ? end + 1 : NULL;
+	}
+	return false;
+}
+
 /* The needle IMA's records name a file with: name="<path>". */
 static inline const char *audit_name(const char *path, char *buf, size_t size)
 {
@@ -329,6 +346,17 @@ static inline void expect_logged(struct __test_metadata *const _metadata,
 	}
 }
 
+/* An absence in log is proven only if no record was lost on the way. */
+static inline void expect_none_lost(struct __test_metadata *const _metadata,
+				    const struct audit_log *log)
+{
+	EXPECT_FALSE(log->overrun || audit_has(log, AUDIT_LOST, NULL) ||
+		     audit_has(log, AUDIT_SUPPRESSED, "callbacks suppressed"))
+	{
+		TH_LOG("kernel log records were lost: absence not proven");
+	}
+}
+
 /*
  * No record containing needle1 (and needle2, if not NULL) was made before
  * now.  Proven only if no record was lost on the way.
@@ -343,11 +371,7 @@ static inline void expect_no_record(struct __test_metadata *const _metadata,
 		TH_LOG("unexpected audit record %s%s%s in:\n%s", needle1,
 		       needle2 ? " " : "", needle2 ? needle2 : "", log->text);
 	}
-	EXPECT_FALSE(log->overrun || audit_has(log, AUDIT_LOST, NULL) ||
-		     audit_has(log, AUDIT_SUPPRESSED, "callbacks suppressed"))
-	{
-		TH_LOG("kernel log records were lost: absence not proven");
-	}
+	expect_none_lost(_metadata, log);
 }
 
 /*
@@ -371,6 +395,31 @@ static inline void expect_not_logged(struct __test_metadata *const _metadata,
 		TH_LOG("unexpected audit record naming %s by its inode (%s) in:\n%s",
 		       path, inode, log->text);
 	}
+}
+
+/*
+ * expect_logged(), and no other record: every record that names path,
+ * by its name or by its inode (audit_inode()), says cause=<cause>.  For
+ * an access refused for one reason, in a test that cannot keep its
+ * environment quiet (ima_env_quiet()) because it expects that record.
+ */
+static inline void expect_only_logged(struct __test_metadata *const _metadata,
+				      struct audit_log *log, const char *path,
+				      const char *cause)
+{
+	char name[PATH_MAX + 8], want[64], inode[96];
+
+	expect_logged(_metadata, log, path, cause);
+	snprintf(want, sizeof(want), "cause=%s ", cause);
+	EXPECT_FALSE(audit_has_but(log, audit_name(path, name, sizeof(name)),
+				   want) ||
+		     (audit_inode(path, inode, sizeof(inode)) &&
+		      audit_has_but(log, inode, want)))
+	{
+		TH_LOG("a record of %s without %s in:\n%s", path, want,
+		       log->text);
+	}
+	expect_none_lost(_metadata, log);
 }
 
 /* No record named a file in directory dir before now. */

@@ -270,8 +270,8 @@ TEST_F(mmap_writers, exec_while_mapped_writable)
 	}
 	/* the quiet log: nothing else may have named the file either */
 	if (checked)
-		expect_logged(_metadata, &self->env.log, self->env.path,
-			      "mmapped_writers");
+		expect_only_logged(_metadata, &self->env.log, self->env.path,
+				   "mmapped_writers");
 	else
 		expect_not_logged(_metadata, &self->env.log, self->env.path,
 				  NULL);
