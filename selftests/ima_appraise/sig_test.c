@@ -18,7 +18,9 @@
  *
  * <scratch>/sig.XXXXXX/
  *     signed    root:root 0644 (signed_file) or FOWNER_IMASIG:root
- *               (imasig_rule), content and security.ima per variant
+ *               (imasig_rule), content and security.ima per variant;
+ *               imasig_new_file: created by FOWNER_IMASIG in the test,
+ *               the directory being FOWNER_IMASIG's
  *
  * Signatures name their own hash algorithm (sha256): the file passes
  * with ima_hash=sha1 too, because ima_get_hash_algo() takes the
