@@ -464,7 +464,8 @@ TEST_F(imasig_rule, read)
  * not, and maps it executable before the close.  An empty one passes
  * without a record in every mode; one with data is an unsigned file:
  * denied in enforce, cause=IMA-signature-required where the cell
- * appraises.  Broken kernel: every new file excused (regressions/0061).
+ * appraises.  Broken kernels: every new file excused (regressions/0061),
+ * none under a signature rule, not even an empty one (0062).
  */
 FIXTURE(imasig_new_file)
 {
