@@ -334,6 +334,33 @@ TEST_F(signed_exec, execve)
 /* ---- appraise_type=imasig ---- */
 
 /*
+ * Adds an imasig rule for each of funcs[n] (FILE_CHECK, MMAP_CHECK) for
+ * FOWNER_IMASIG's files on the scratch filesystem; SKIPs the case (sets
+ * env->skip) outside custom cells.
+ */
+static void imasig_rules(struct __test_metadata *const _metadata,
+			 struct ima_env *env, const char *const funcs[],
+			 size_t n)
+{
+	char rule[256], uuid[37];
+	size_t i;
+
+	if (env->cell.policy != POLICY_CUSTOM) {
+		env->skip = true;
+		/* imasig there is for POLICY_CHECK only; never replace it */
+		CELL_SKIP(return, "imasig rules need a custom policy, not %s",
+				policy_names[env->cell.policy]);
+	}
+	scratch_fsuuid(_metadata, scratch_dir(), uuid);
+	for (i = 0; i < n; i++) {
+		snprintf(rule, sizeof(rule),
+			 "appraise func=%s fsuuid=%s fowner=%s appraise_type=imasig",
+			 funcs[i], uuid, FOWNER_IMASIG_STR);
+		policy_add_rule(_metadata, rule);
+	}
+}
+
+/*
  * Custom cells only: a rule of its own, scoped to files owned by
  * FOWNER_IMASIG on the scratch filesystem.  The builtin policy requires
  * signatures only for POLICY_CHECK, and loading a policy file there would
@@ -383,23 +410,16 @@ FIXTURE_VARIANT_ADD(imasig_rule, good_signature)
 
 FIXTURE_SETUP(imasig_rule)
 {
+	static const char *const funcs[] = { "FILE_CHECK" };
 	uint8_t payload[KEY_MAX];
-	char rule[256], uuid[37];
 	size_t len;
 
 	if (ima_env_setup(_metadata, &self->env, variant, "sig", signed_name))
 		return;
-	if (self->env.cell.policy != POLICY_CUSTOM) {
-		self->env.skip = true;
-		/* imasig there is for POLICY_CHECK only; never replace it */
-		CELL_SKIP(return, "imasig rules need a custom policy, not %s",
-				policy_names[self->env.cell.policy]);
-	}
+	imasig_rules(_metadata, &self->env, funcs, ARRAY_SIZE(funcs));
+	if (self->env.skip)
+		return;
 	load_ima_key(_metadata);
-	scratch_fsuuid(_metadata, scratch_dir(), uuid);
-	snprintf(rule, sizeof(rule), "appraise func=FILE_CHECK fsuuid=%s %s",
-		 uuid, "fowner=" FOWNER_IMASIG_STR " appraise_type=imasig");
-	policy_add_rule(_metadata, rule);
 
 	len = read_key_file(_metadata, "payload", payload, sizeof(payload));
 	self->hash_len =
@@ -493,23 +513,12 @@ FIXTURE_VARIANT_ADD(imasig_new_file, written)
 FIXTURE_SETUP(imasig_new_file)
 {
 	static const char *const funcs[] = { "FILE_CHECK", "MMAP_CHECK" };
-	char rule[256], uuid[37];
-	size_t i;
 
 	if (ima_env_setup(_metadata, &self->env, variant, "sig", signed_name))
 		return;
-	if (self->env.cell.policy != POLICY_CUSTOM) {
-		self->env.skip = true;
-		CELL_SKIP(return, "imasig rules need a custom policy, not %s",
-				policy_names[self->env.cell.policy]);
-	}
-	scratch_fsuuid(_metadata, scratch_dir(), uuid);
-	for (i = 0; i < ARRAY_SIZE(funcs); i++) {
-		snprintf(rule, sizeof(rule),
-			 "appraise func=%s fsuuid=%s fowner=%s appraise_type=imasig",
-			 funcs[i], uuid, FOWNER_IMASIG_STR);
-		policy_add_rule(_metadata, rule);
-	}
+	imasig_rules(_metadata, &self->env, funcs, ARRAY_SIZE(funcs));
+	if (self->env.skip)
+		return;
 	/* FOWNER_IMASIG creates the file in dir */
 	ASSERT_EQ(0, chown(self->env.dir, FOWNER_IMASIG, 0));
 	ima_env_watch(_metadata, &self->env);
