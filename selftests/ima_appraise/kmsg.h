@@ -239,9 +239,13 @@ static inline void audit_sync(struct __test_metadata *const _metadata,
 	}
 }
 
-/* Whether a record read so far contains both needles (needle2 may be NULL). */
-static inline bool audit_has(const struct audit_log *log, const char *needle1,
-			     const char *needle2)
+/*
+ * Whether a record read so far contains needle1, and needle2 unless it is
+ * NULL, and not but unless it is NULL.
+ */
+static inline bool audit_match(const struct audit_log *log,
+			       const char *needle1, const char *needle2,
+			       const char *but)
 {
 	const char *line = log->text, *end;
 	char rec[8192];
@@ -249,28 +253,26 @@ static inline bool audit_has(const struct audit_log *log, const char *needle1,
 	while (line && *line) {
 		end = strchrnul(line, '\n');
 		snprintf(rec, sizeof(rec), "%.*s", (int)(end - line), line);
-		if (strstr(rec, needle1) && (!needle2 || strstr(rec, needle2)))
+		if (strstr(rec, needle1) && (!needle2 || strstr(rec, needle2)) &&
+		    (!but || !strstr(rec, but)))
 			return true;
 		line = *end ? end + 1 : NULL;
 	}
 	return false;
 }
 
-/* A record of log containing needle and not but. */
+/* Whether a record read so far contains both needles (needle2 may be NULL). */
+static inline bool audit_has(const struct audit_log *log, const char *needle1,
+			     const char *needle2)
+{
+	return audit_match(log, needle1, needle2, NULL);
+}
+
+/* Whether a record read so far contains needle and not but. */
 static inline bool audit_has_but(const struct audit_log *log,
 				 const char *needle, const char *but)
 {
-	const char *line = log->text, *end;
-	char rec[8192];
-
-	while (line && *line) {
-		end = strchrnul(line, '\n');
-		snprintf(rec, sizeof(rec), "%.*s", (int)(end - line), line);
-		if (strstr(rec, needle) && !strstr(rec, but))
-			return true;
-		line = *end ? end + 1 : NULL;
-	}
-	return false;
+	return audit_match(log, needle, NULL, but);
 }
 
 /* The needle IMA's records name a file with: name="<path>". */
