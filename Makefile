@@ -70,7 +70,7 @@ help:
 	@echo '  deps       install missing Debian packages and the arm64 guest userland'
 	@echo '  clean      remove results and scratch disks; distclean: all of build/'
 	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= HASHES= SETATTR= VARIANTS='
-	@echo '           (comma lists) JOBS=<guests at once> MAKE_JOBS=<make -j> TIER=full|covering|check'
+	@echo '           (comma lists) JOBS=<guest CPUs at once> MAKE_JOBS=<make -j> TIER=full|covering|check'
 	@echo '           ACCEL=auto|tcg|kvm V=1 BUILD=<dir>'
 	@echo '           PROFILE=<Hz>: sample each guest'"'"'s vCPUs through QEMU'"'"'s gdbstub into'
 	@echo '           <cell>/profile.txt (user space, kernel by source directory and function)'
