@@ -54,7 +54,7 @@ from pathlib import Path
 from . import (bisect, cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, results,
                runner, subproc)
 from .archs import ARCHS
-from .errors import HarnessError
+from .errors import HarnessError, count_arg
 from .runner import EXIT_INFRASTRUCTURE
 
 _AXES = ("archs", "modes", "policies", "hashes", "setattr", "variants")
@@ -77,7 +77,8 @@ def main(argv: list[str]) -> int:
                         help="mutant variant names or patch file names (default: all)")
         rg.add_argument("--archs", default=None,
                         help="comma-separated (default: the mutants: section's)")
-        rg.add_argument("--jobs", type=int, default=None, help="guests at once")
+        rg.add_argument("--jobs", type=count_arg("JOBS"), default=None,
+                        help="guest CPUs at once")
         rg.add_argument("--version", default=None,
                         help="the kernel version whose mutants to run (matrix.yaml "
                              "mutants: versions:; default: that of mutants: base:)")
@@ -105,14 +106,16 @@ def main(argv: list[str]) -> int:
     bd.add_argument("--tier", default="full", choices=matrix_mod.TIERS)
     for axis in _AXES:
         bd.add_argument(f"--{axis}", default=None, help="comma-separated, replacing the matrix's")
-    bd.add_argument("--make-jobs", type=int, default=None, help="make -j (default: CPUs)")
+    bd.add_argument("--make-jobs", type=count_arg("MAKE_JOBS"), default=None,
+                    help="make -j (default: CPUs)")
     bd.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
     bd.add_argument("--build-dir", type=Path, default=REPO / "build")
     bt = sub.add_parser("boot", help="boot stage: one shard of a manifest's cells")
     bt.add_argument("--manifest", type=Path, required=True,
                     help="a manifest.json, or an artifact directory (all its manifest*.json)")
     bt.add_argument("--shard", default="1/1", help="i/N: boot the i-th of N shards")
-    bt.add_argument("--jobs", type=int, default=None, help="guests at once (default: CPUs)")
+    bt.add_argument("--jobs", type=count_arg("JOBS"), default=None,
+                    help="guest CPUs at once (default: CPUs)")
     bt.add_argument("--accel", default="auto", choices=("auto", "tcg", "kvm"))
     bt.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
     bt.add_argument("--build-dir", type=Path, default=REPO / "build",

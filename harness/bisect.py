@@ -33,6 +33,7 @@ from typing import NoReturn
 import pytest
 
 from . import cases, conftest, ktree, runner
+from .errors import count_arg
 from .results import NO_RESULT_PREFIX
 from .status import Status
 
@@ -219,14 +220,14 @@ def parse_args(argv: list[str], repo: Path) -> argparse.Namespace:
         ap.add_argument(f"--{axis}", default=None, help="comma-separated (as make run's)")
     ap.add_argument("-k", dest="keyword", default=None,
                     help="pytest -k expression over the matrix items (K= of make run)")
-    ap.add_argument("--jobs", type=int, default=None, help="guests at once")
-    ap.add_argument("--make-jobs", type=int, default=None, help="make -j")
+    ap.add_argument("--jobs", type=count_arg("JOBS"), default=None, help="guest CPUs at once")
+    ap.add_argument("--make-jobs", type=count_arg("MAKE_JOBS"), default=None, help="make -j")
     ap.add_argument("--accel", default="auto", choices=("auto", "tcg", "kvm"))
     ap.add_argument("--build-dir", type=Path, default=repo / "build")
     args = ap.parse_args(argv)
     tree = args.kernel_tree.expanduser().resolve()
-    if not (tree / "Makefile").is_file() or not (tree / "Kconfig").is_file():
-        ap.error(f"--kernel-tree {tree} is not a kernel source tree (no Makefile and Kconfig)")
+    if problem := ktree.source_tree_problem(tree, "--kernel-tree (KERNEL_TREE=)"):
+        ap.error(problem)
     args.kernel_tree = tree
     if args.test:
         names = [c.id for c in cases.expected_cases(repo / "selftests")]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from . import cases as cases_mod, matrix as matrix_mod, runner
-from .errors import HarnessError
+from . import cases as cases_mod, ktree, matrix as matrix_mod, runner
+from .errors import HarnessError, count_arg
 from .results import splat_summary, summary_table
 from .status import FAILING, Status
 
@@ -42,8 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "variant x mode x policy and more (harness/matrix.py covering_tier); "
                      "check: the covering cells of the kernels matrix.yaml check: names "
                      "(what `make check` boots)")
-    g.addoption("--jobs", type=int, default=None, help="guests booted at once (default: CPUs)")
-    g.addoption("--make-jobs", type=int, default=None,
+    g.addoption("--jobs", type=count_arg("JOBS"), default=None, help="guest CPUs booted at once (default: CPUs)")
+    g.addoption("--make-jobs", type=count_arg("MAKE_JOBS"), default=None,
                 help="make -j for kernels and selftests (default: CPUs)")
     g.addoption("--accel", default=os.environ.get("ACCEL", "auto"),
                 choices=("auto", "tcg", "kvm"), help="QEMU accelerator (default: auto)")
@@ -73,6 +73,9 @@ def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
         overrides = {axis: config.getoption(axis) for axis in AXES}
         tree = config.getoption("kernel_tree")
         extra = (config.getoption("extra_patches") or "").split()
+        if tree and (problem := ktree.source_tree_problem(Path(tree).expanduser().resolve(),
+                                                          "KERNEL_TREE")):
+            raise pytest.UsageError(problem)
         try:
             config.stash[_MATRIX] = matrix_mod.load(
                 Path(config.getoption("matrix")), **overrides,

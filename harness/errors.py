@@ -2,8 +2,10 @@
 and the one way the harness reads a JSON file it did not just write."""
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+from typing import Callable
 
 
 class HarnessError(Exception):
@@ -36,3 +38,21 @@ def read_json(path: Path, error: type[HarnessError], remedy: str) -> object:
         raise error(f"{path}: cannot read it ({e.strerror}); {remedy}") from e
     except ValueError as e:
         raise error(f"{path}: not valid JSON ({e}); {remedy}") from e
+
+
+def count_arg(knob: str) -> Callable[[str], int]:
+    """An argparse type: a count of 1 or more (JOBS=, MAKE_JOBS=).  knob
+    names it in the error.  JOBS=0 meant the number of CPUs, by accident,
+    and JOBS=-1 ended a run in a traceback from its thread pool, after the
+    builds."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(
+                f"{knob}={text}: a whole number of 1 or more (leave it out for the "
+                "number of CPUs)")
+        return n
+    return parse

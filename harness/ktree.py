@@ -59,6 +59,22 @@ class TreeId:
         return {"path": str(self.path), "describe": self.describe, "commit": self.commit}
 
 
+def source_tree_problem(tree: Path, what: str) -> str | None:
+    """Why tree cannot be built as a kernel (what names where it came from,
+    e.g. "KERNEL_TREE"), or None: the command line's tree is checked before
+    anything is built, so that a typo is one clear error, not a failed
+    build in every cell of that kernel."""
+    if not tree.exists():
+        return f"{what}: {tree}: no such directory; give the top of a Linux source tree"
+    if not tree.is_dir():
+        return f"{what}: {tree}: not a directory; give the top of a Linux source tree"
+    missing = [n for n in ("Makefile", "Kconfig") if not (tree / n).is_file()]
+    if missing:
+        return (f"{what}: {tree} is not the top of a Linux source tree (no "
+                f"{' and no '.join(missing)} there)")
+    return None
+
+
 def _git(tree: Path, *args: str) -> str | None:
     """git's output, or None when tree is no git work tree (or git fails)."""
     try:

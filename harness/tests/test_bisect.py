@@ -176,7 +176,10 @@ def test_bad_command_lines_stop_the_bisection(tmp_path, capsys):
     for argv, why in ((["--splat", "x", "--test", "y"], "not allowed with"),
                       ([], "one of the arguments --splat --test is required"),
                       (["--splat", "x", "--kernel-tree", str(tmp_path)],
-                       f"--kernel-tree {tmp_path} is not a kernel source tree"),
+                       f"--kernel-tree (KERNEL_TREE=): {tmp_path} is not the top of a Linux "
+                       "source tree (no Makefile and no Kconfig there)"),
+                      (["--splat", "x", "--kernel-tree", str(tmp_path / "nope")],
+                       f"--kernel-tree (KERNEL_TREE=): {tmp_path / 'nope'}: no such directory"),
                       (["--test", "fput_tst/*", "--kernel-tree", str(tree)],
                        "--test 'fput_tst/*' matches no case of selftests/ima_appraise")):
         with pytest.raises(SystemExit) as e:

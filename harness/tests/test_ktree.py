@@ -3,13 +3,14 @@ its turn in the workspace (kbuild.patched_tree's overlay), on toy trees."""
 from __future__ import annotations
 
 import os
+import sys
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from harness import kbuild, ktree
+from harness import kbuild, ktree, runner
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2026-12-03T12:00:00Z",
@@ -172,3 +173,33 @@ def test_the_runner_builds_such_a_tree_as_a_turn_and_records_its_commit(
         f"kernel x86_64-local: {repo} at {head[:7]} ({head})",
         f"kernel x86_64-local: {repo} differs from linux-source-6.1 in 1 file(s): "
         "a turn of the shared workspace"]
+
+
+def test_a_source_tree_problem_names_the_knob_and_the_path(tmp_path: Path) -> None:
+    tree = tmp_path / "linux"
+    assert ktree.source_tree_problem(tree, "KERNEL_TREE") == (
+        f"KERNEL_TREE: {tree}: no such directory; give the top of a Linux source tree")
+    tree.write_text("")
+    assert ktree.source_tree_problem(tree, "KERNEL_TREE") == (
+        f"KERNEL_TREE: {tree}: not a directory; give the top of a Linux source tree")
+    tree.unlink()
+    tree.mkdir()
+    (tree / "Makefile").write_text("")
+    assert ktree.source_tree_problem(tree, "KERNEL_TREE") == (
+        f"KERNEL_TREE: {tree} is not the top of a Linux source tree (no Kconfig there)")
+    (tree / "Kconfig").write_text("")
+    assert ktree.source_tree_problem(tree, "KERNEL_TREE") is None
+
+
+def test_make_run_stops_at_a_kernel_tree_that_is_not_one(tmp_path: Path) -> None:
+    """KERNEL_TREE= with a typo: one usage error before anything is built
+    (it was a failed build and an error in every cell of the kernel)."""
+    top = Path(runner.__file__).resolve().parent.parent
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only",
+         "harness/matrix_test.py",
+         f"--kernel-tree={tmp_path / 'linx'}", f"--build-dir={tmp_path / 'build'}"],
+        cwd=top, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout
+    assert f"KERNEL_TREE: {tmp_path / 'linx'}: no such directory" in proc.stdout
+    assert not (tmp_path / "build").exists()

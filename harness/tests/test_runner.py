@@ -4,15 +4,18 @@ stops early, exit statuses, the manifest, and the accelerator probe's
 verdicts."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from harness import ktap, matrix, qemu, results, runner
 from harness.cases import Case
-from harness.errors import ConfigError
+from harness.errors import ConfigError, count_arg
 from harness.matrix import Cell
 from harness.runner import Artifacts, BuiltKernel
 
@@ -403,3 +406,24 @@ def test_a_guest_whose_clock_ran_ahead_boots_once_more(tmp_path: Path,
     for c in cells:
         assert "28.093 MHz" in (rr.run_dir / c.id / "console-clock.log").read_text()
         assert "28.093 MHz" not in (rr.run_dir / c.id / "console.log").read_text()
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "two", ""])
+def test_jobs_must_count_something(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as e:
+        count_arg("JOBS")(text)
+    assert str(e.value) == (f"JOBS={text}: a whole number of 1 or more (leave it out for "
+                            "the number of CPUs)")
+    assert count_arg("JOBS")("3") == 3
+
+
+def test_make_run_stops_at_jobs_of_zero(tmp_path: Path) -> None:
+    """JOBS=-1 was a traceback from the thread pool after the builds."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only",
+         "harness/matrix_test.py", "--jobs=-1", f"--build-dir={tmp_path / 'build'}"],
+        cwd=Path(runner.__file__).resolve().parent.parent, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout
+    assert "argument --jobs: JOBS=-1: a whole number of 1 or more" in proc.stdout
+    assert not (tmp_path / "build").exists()
