@@ -19,8 +19,10 @@ writes RUN_DIR/report.html again from RUN_DIR/results.json (harness/report.py).
     /usr/bin/python3 -m harness merge --out DIR SHARD_DIR ...
 
 merges the run directories of shards into DIR as one run (harness/merge.py);
-exits 2 if the shards do not make one run, else as that run would: 1 if a
-cell failed, 2 if a cell could not be built or booted.
+exits 2 if the shards do not make one run, or if a shard stopped early or
+left a selected cell without a result (merged all the same, naming them:
+no verdict), else as that run would: 1 if a cell failed, 2 if a cell could
+not be built or booted.
 
     /usr/bin/python3 -m harness build --out DIR [--tier T] [--archs A,B] ...
     /usr/bin/python3 -m harness boot --manifest DIR/manifest.json [--shard i/N]
@@ -151,9 +153,16 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    cells = merge.merge(args.shards, args.out, matrix_mod.load(args.matrix))
+    incomplete: merge.IncompleteRun | None = None
+    try:
+        cells = merge.merge(args.shards, args.out, matrix_mod.load(args.matrix))
+    except merge.IncompleteRun as e:    # merged all the same: what finished can be read
+        cells, incomplete = e.cells, e
     print((args.out / "summary.txt").read_text(), end="")
     print(f"report: {args.out / 'report.html'}")
+    if incomplete:
+        print(f"error: {incomplete}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
     # As that run would: 2 if a cell could not be built or booted.
     return runner.exit_status(cells)
 

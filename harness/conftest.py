@@ -237,4 +237,6 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         runner.EXIT_PASS: "exit status 0: every cell passed",
         runner.EXIT_TEST_FAILURE: "exit status 1: a test failed",
         runner.EXIT_INFRASTRUCTURE: f"exit status 2: an infrastructure error ({errors} cell(s) "
-                                    "could not be built or booted)"}[run.exit_status])
+                                    "could not be built or booted"
+                                    + (f", {len(run.missing)} selected cell(s) have no result"
+                                       if run.missing else "") + ")"}[run.exit_status])

@@ -21,6 +21,16 @@ files): a cell in two shards, shards that booted different kernels (by
 kernel.config and patch digests) or came from different manifests, and a
 shard missing from a sharded run (results.json's "shard": {"index": i,
 "count": N}, i from 1, as --shard i/N).
+
+A merge of shards that did not all finish has no verdict: a shard that
+stopped early (results.json's "interrupted": Ctrl-C, SIGTERM, or the
+placeholder a run killed outright leaves, runner.unreported()) or that
+left selected cells without a result ("not_run"; a shard's selection is
+its cells and those) is still merged, so that what did finish can be
+read, but the merged results.json carries "interrupted" (each such shard)
+and "not_run" (every selected cell with no result), summary.txt and
+report.html say so, and merge() raises IncompleteRun naming them all
+(exit 2).
 """
 from __future__ import annotations
 
@@ -41,11 +51,21 @@ from .status import CASE_STATUSES, CELL_STATUSES, Status
 from .timing import CellTiming
 
 # Run-level keys of results.json that are not per cell (see the docstring).
-RUN_KEYS = ("run_id", "timings", "builds", "accel", "shard", "manifest")
+RUN_KEYS = ("run_id", "timings", "builds", "accel", "shard", "manifest", "interrupted",
+            "not_run")
 
 
 class MergeError(HarnessError):
     """The shards given do not make one run."""
+
+
+class IncompleteRun(MergeError):
+    """The shards were merged, but not every one finished: the merged run
+    has no verdict.  cells: the merged cells, as merge() returns them."""
+
+    def __init__(self, message: str, cells: list[CellResult]) -> None:
+        super().__init__(message)
+        self.cells = cells
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,12 @@ class Shard:
 def load_shard(path: Path) -> Shard:
     doc_path = path / "results.json"
     if not doc_path.is_file():
+        finished = sorted(p.parent.name for p in path.glob("*/result.json"))
+        if finished:
+            raise MergeError(f"{path}: no results.json, but {len(finished)} cell(s) with a "
+                             "result.json: a run killed before it wrote its report (by a "
+                             "harness older than its placeholder results.json); rerun the "
+                             "shard")
         raise MergeError(f"{path}: no results.json; give run directories "
                          "(build/results/<run-id>/), one per shard")
     doc = read_json(doc_path, MergeError, "was the shard's run interrupted before it "
@@ -69,6 +95,12 @@ def load_shard(path: Path) -> Shard:
         if not isinstance(doc.get(key) if isinstance(doc, dict) else None, kind):
             raise MergeError(f"{doc_path}: no {key!r} ({kind.__name__}); not a results.json "
                              "written by the harness")
+    if not isinstance(doc.get("interrupted", ""), str) or not (
+            isinstance(doc.get("not_run", []), list)
+            and all(isinstance(c, str) for c in doc.get("not_run", []))):
+        raise MergeError(f"{doc_path}: \"interrupted\" is {doc.get('interrupted')!r} and "
+                         f"\"not_run\" {doc.get('not_run')!r}; expected a reason and a list "
+                         "of cell ids")
     for i, c in enumerate(doc["cells"]):
         missing = [k for k in ("id", "arch", "kernel", "mode", "policy", "status", "tests")
                    if not isinstance(c, dict) or k not in c]
@@ -89,7 +121,9 @@ def load_shard(path: Path) -> Shard:
                          "next to its results.json") from e
     suites = [s.get("name") for s in junit.iter("testsuite")]
     cells = [c["id"] for c in doc["cells"]]
-    if suites != cells:
+    # A run that stopped early fails a suite per cell it did not run
+    # (older harnesses left them out).
+    if suites not in (cells, cells + doc.get("not_run", [])):
         raise MergeError(f"{junit_path}: its test suites {suites} are not the cells of "
                          f"{doc_path} {cells}; are they from two runs?")
     return Shard(path, doc, junit)
@@ -171,6 +205,27 @@ def _complete(shards: Sequence[Shard]) -> None:
                          "give every shard's run directory (or rerun the missing ones)")
 
 
+def _label(shard: Shard) -> str:
+    mark = shard.doc.get("shard")
+    return f"shard {mark['index']}/{mark['count']} ({shard.path})" if mark else str(shard.path)
+
+
+def _gaps(shards: Sequence[Shard], cells: dict[str, tuple[Shard, dict]]
+          ) -> tuple[list[tuple[str, str]], list[str]]:
+    """What keeps the merged run from a verdict: each shard that stopped
+    early ("shard i/N (path)", why), and every selected cell with no
+    result, by shard index (_complete() checked the marks)."""
+    def index(s: Shard) -> int:
+        return s.doc["shard"]["index"] if s.doc.get("shard") else 0
+    stopped: list[tuple[str, str]] = []
+    missing: list[str] = []
+    for s in sorted(shards, key=index):
+        if s.doc.get("interrupted"):
+            stopped.append((_label(s), s.doc["interrupted"]))
+        missing += [c for c in s.doc.get("not_run", ()) if c not in cells and c not in missing]
+    return stopped, missing
+
+
 def _once(shards: Sequence[Shard]) -> dict[str, tuple[Shard, dict]]:
     cells: dict[str, tuple[Shard, dict]] = {}
     for shard in shards:
@@ -230,7 +285,8 @@ def merge(shard_dirs: Iterable[Path], out: Path, matrix: Matrix) -> list[CellRes
     merged: list[CellResult] = []
     docs: list[dict] = []
     suites: dict[str, ET.Element] = {s.get("name"): s for shard in shards
-                                     for s in shard.junit.iter("testsuite")}
+                                     for s in shard.junit.iter("testsuite")
+                                     if cells.get(s.get("name"), (None,))[0] is shard}
     for cell_id in order:
         shard, doc = cells[cell_id]
         artifacts = None
@@ -240,19 +296,37 @@ def merge(shard_dirs: Iterable[Path], out: Path, matrix: Matrix) -> list[CellRes
         docs.append({**doc, "artifacts": str(artifacts) if artifacts else None})
         merged.append(cell_result(doc, artifacts))
 
-    run = _run_doc(shards, docs)
+    stopped, missing = _gaps(shards, cells)
+    run = _run_doc(shards, docs, stopped, missing)
     (out / "results.json").write_text(json.dumps(run, indent=2) + "\n")
 
     root = ET.Element(shards[0].junit.tag, shards[0].junit.attrib)
     root.extend(suites[i] for i in order)
+    reasons = {c: f"{_label(s)} stopped early: {s.doc['interrupted']}"
+               for s in shards if s.doc.get("interrupted") for c in s.doc.get("not_run", ())}
+    root.extend(results.no_result_suite(c, reasons.get(c, "")) for c in missing)
     ET.indent(root)
     ET.ElementTree(root).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)
-    (out / "summary.txt").write_text(results.summary_text(merged))
+    incomplete = bool(stopped or missing)
+    summary = results.summary_text(merged) if merged or not incomplete else "no cell finished\n"
+    if incomplete:
+        summary += "".join(f"INCOMPLETE, no verdict: {shard} stopped early: {why}\n"
+                           for shard, why in stopped)
+        summary += results.no_result_line(missing) if missing else ""
+    (out / "summary.txt").write_text(summary)
     report.write(out)
+    if incomplete:
+        raise IncompleteRun(
+            "no verdict: "
+            + "".join(f"{shard} stopped early: {why}; " for shard, why in stopped)
+            + (f"{len(missing)} selected cell(s) have no result: {', '.join(missing)}; "
+               if missing else "")
+            + f"rerun what did not finish and merge again ({out} has what did)", merged)
     return merged
 
 
-def _run_doc(shards: Sequence[Shard], cells: list[dict]) -> dict:
+def _run_doc(shards: Sequence[Shard], cells: list[dict], stopped: list[tuple[str, str]],
+             missing: list[str]) -> dict:
     """results.json of the merged run: its cells, and what belongs to the
     run as a whole made from the shards' (see the module's docstring)."""
     first = shards[0].doc
@@ -265,6 +339,10 @@ def _run_doc(shards: Sequence[Shard], cells: list[dict]) -> dict:
     run.update({k: v for k, v in first.items() if k not in run and k not in RUN_KEYS})
     if "manifest" in first:
         run["manifest"] = first["manifest"]
+    if stopped:
+        run["interrupted"] = "; ".join(f"{shard}: {why}" for shard, why in stopped)
+    if stopped or missing:
+        run["not_run"] = missing
     run["shards"] = [{"path": str(s.path), **{k: s.doc[k] for k in RUN_KEYS if k in s.doc}}
                      for s in shards]
     return run

@@ -157,6 +157,8 @@ table.grid { border-collapse: collapse; margin-top: .8em; }
 .s-timeout { background: #ffb066; } .s-panic { background: #c62828; color: #fff; }
 .s-error { background: #7a7a7a; color: #fff; }
 .bad { font-weight: 600; }
+.incomplete { background: #c62828; color: #fff; padding: .5em .8em; font-size: 1.1em; }
+.incomplete a { color: inherit; }
 .splat { color: #b00020; font-weight: 700; }
 .splat a { color: inherit; }
 tr.has-splat th { box-shadow: inset 4px 0 #b00020; }
@@ -204,6 +206,30 @@ def _row_html(row: Row) -> str:
             f'<td>{_e(c.get("accel", ""))}</td><td class="links">{links}</td></tr>')
 
 
+def _not_run_row(cell_id: str, progs: list[str]) -> str:
+    """The row of a selected cell with no result (results.json's not_run)."""
+    return (f'<tr><th class="id" id="{_e(cell_id)}">{_e(cell_id)}</th>'
+            '<td class="s-none bad" title="no result: the run stopped before it">no result</td>'
+            + '<td class="sq s-none" title="no results">&mdash;</td>' * len(progs)
+            + '<td class="splat"></td><td class="num"></td><td></td><td class="links"></td></tr>')
+
+
+def _incomplete(doc: dict) -> str:
+    """The banner of a run without a verdict (results.json's interrupted
+    and not_run: a run or a shard that stopped early, selected cells with
+    no result); empty for a run that finished."""
+    why, not_run = doc.get("interrupted"), doc.get("not_run") or []
+    if not why and not not_run:
+        return ""
+    parts = ["<b>INCOMPLETE: no verdict.</b>"]
+    if why:
+        parts.append(f"Stopped early: {_e(why)}.")
+    if not_run:
+        parts.append(f"{len(not_run)} selected cell(s) have no result: " + ", ".join(
+            f'<a href="#{_e(quote(c))}"><code>{_e(c)}</code></a>' for c in not_run) + ".")
+    return f'<p class="incomplete">{" ".join(parts)}</p>'
+
+
 def _by_status(counts: dict[str, int]) -> dict[str, int]:
     """counts in the vocabulary's order (harness/status.py), not the cells'."""
     rank = [str(s) for s in Status]
@@ -220,10 +246,13 @@ def _totals(doc: dict) -> str:
             tests[t["status"]] = tests.get(t["status"], 0) + 1
     splats = sum(len(c.get("splats", ())) for c in doc["cells"])
     cells, tests = _by_status(cells), _by_status(tests)
+    not_run = len(doc.get("not_run") or [])
     return ('<p class="totals"><b>cells:</b> '
-            + ", ".join(f'<span class="s-{_e(k)}">&nbsp;{v} {_e(k)}&nbsp;</span>'
-                        for k, v in cells.items())
-            + f" (of {len(doc['cells'])}) &nbsp; <b>tests:</b> "
+            + ", ".join([f'<span class="s-{_e(k)}">&nbsp;{v} {_e(k)}&nbsp;</span>'
+                         for k, v in cells.items()]
+                        + ([f'<span class="s-none bad">&nbsp;{not_run} no result&nbsp;</span>']
+                           if not_run else []))
+            + f" (of {len(doc['cells']) + not_run}) &nbsp; <b>tests:</b> "
             + ", ".join(f"{v} {_e(k)}" for k, v in tests.items())
             + f" &nbsp; <b>splats:</b> {splats}</p>")
 
@@ -259,14 +288,17 @@ def page(doc: dict, grid: list[Row]) -> str:
     legend = "".join(f'<span class="s-{k}" title="{_e(why)}">{k}</span>' for k, why in _LEGEND)
     head = ("<tr><th>cell</th><th>status</th>" + "".join(f'<th title="{_e(p)}">{_e(p.removesuffix("_test"))}</th>' for p in progs)
             + "<th>splats</th><th>time</th><th>accel</th><th>artifacts</th></tr>")
-    body = "\n".join(_row_html(r) for r in grid)
+    body = "\n".join([_row_html(r) for r in grid]
+                     + [_not_run_row(c, progs) for c in doc.get("not_run") or []])
+    banner = _incomplete(doc)
+    title = "IMA appraisal matrix" + (" (INCOMPLETE: no verdict)" if banner else "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>IMA appraisal matrix: {_e(doc['run_id'])}</title>
+<title>{title}: {_e(doc['run_id'])}</title>
 <style>{_CSS}</style></head>
 <body>
-<h1>IMA appraisal matrix</h1>
-{_meta(doc)}
+<h1>{title}</h1>
+{banner}{_meta(doc)}
 {_totals(doc)}
 <p class="legend">{legend} <span class="splat">splat</span> a kernel splat (links to its
 headline in the console) &nbsp; squares: passed/cases, then f failed, xp xpass, xf xfail,

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -564,7 +564,10 @@ def write_json(path: Path, run_id: str, cells: list[CellResult], timings: dict[s
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
-def write_junit(path: Path, cells: list[CellResult]) -> None:
+def write_junit(path: Path, cells: list[CellResult], not_run: Sequence[str] = (),
+                why: str = "") -> None:
+    """junit.xml: a suite per cell, and after them one that fails per
+    selected cell with no result (not_run: the run stopped early, why)."""
     root = ET.Element("testsuites", name="ima-appraise-matrix")
     for c in cells:
         counts = c.counts()
@@ -581,8 +584,19 @@ def write_junit(path: Path, cells: list[CellResult]) -> None:
                 fail.text = "\n".join(t.log)
             elif t.status in (Status.SKIP, Status.XFAIL):
                 ET.SubElement(case, "skipped", message=t.reason)
+    root.extend(no_result_suite(c, why) for c in not_run)
     ET.indent(root)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def no_result_suite(cell_id: str, why: str) -> ET.Element:
+    """The junit suite of a selected cell with no result: its boot failed,
+    so that a run without a verdict is not green in a junit reader."""
+    suite = ET.Element("testsuite", name=cell_id, tests="1", failures="1", skipped="0",
+                       time="0.00")
+    boot = ET.SubElement(suite, "testcase", classname=cell_id, name="boot")
+    ET.SubElement(boot, "failure", message=f"no result: {why or 'not run'}")
+    return suite
 
 
 @dataclass(frozen=True)
@@ -640,6 +654,13 @@ def summary_text(cells: list[CellResult]) -> str:
     splats = splat_summary(cells) + "\n\n" if any(c.splats for c in cells) else ""
     return (summary_table(cells) + "\n\n" + splats
             + timing_mod.summary([(c.cell.id, c.timing) for c in cells if c.timing]) + "\n")
+
+
+def no_result_line(missing: Sequence[str]) -> str:
+    """summary.txt's line for selected cells that have no result: a run
+    with such cells has no verdict."""
+    return (f"INCOMPLETE, no verdict: {len(missing)} selected cell(s) have no result: "
+            f"{', '.join(missing)}\n")
 
 
 def summary_table(cells: list[CellResult]) -> str:

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -87,14 +87,24 @@ class RunResult:
     interrupted: str = ""   # why the run stopped before every cell ran
     accels: dict[str, qemu.AccelChoice] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)   # more for results.json: shard, manifest
+    selected: list[str] = field(default_factory=list)   # the ids of the cells it was to run
+
+    @property
+    def missing(self) -> list[str]:
+        """The selected cells with no result."""
+        ran = {r.cell.id for r in self.cells}
+        return [c for c in self.selected if c not in ran]
 
     @property
     def exit_status(self) -> int:
-        return exit_status(self.cells, self.interrupted)
+        return exit_status(self.cells, self.interrupted, self.missing)
 
 
-def exit_status(cells: list[CellResult], interrupted: str = "") -> int:
-    if interrupted or any(c.status == Status.ERROR for c in cells):
+def exit_status(cells: list[CellResult], interrupted: str = "",
+                missing: Sequence[str] = ()) -> int:
+    """A run that stopped early or left a selected cell without a result
+    has no verdict (2), whatever its finished cells say."""
+    if interrupted or missing or any(c.status == Status.ERROR for c in cells):
         return EXIT_INFRASTRUCTURE
     if any(c.status != Status.PASS for c in cells):
         return EXIT_TEST_FAILURE
@@ -176,14 +186,14 @@ def boot_only(matrix: Matrix, cells: list[Cell], manifest: Manifest, build: Path
               log: Log = print) -> RunResult:
     """boot and report cells (shard i of N) from an artifact directory."""
     def stages(rr: RunResult) -> None:
-        rr.meta = {"shard": {"index": shard[0], "count": shard[1]},
-                   "manifest": manifest.digest}
         rr.builds = manifest.artifacts.builds
         with _Timer(rr.timings, "boot"):
             boot_stage(matrix, cells, manifest.artifacts, manifest.cases, rr.run_dir, build,
                        jobs or _cpus(), accel, manifest.expected_s, rr.timings, log,
                        rr.cells, rr.accels)
-    return _reported(build, cells, log, stages)
+    return _reported(build, cells, log, stages,
+                     {"shard": {"index": shard[0], "count": shard[1]},
+                      "manifest": manifest.digest})
 
 
 def _cpus() -> int:
@@ -191,11 +201,13 @@ def _cpus() -> int:
 
 
 def _reported(build: Path, cells: list[Cell], log: Log,
-              stages: Callable[[RunResult], None]) -> RunResult:
+              stages: Callable[[RunResult], None], meta: dict | None = None) -> RunResult:
     with exclusive(build, log), subproc.session():
         t_start = time.monotonic()
         run_id, run_dir = new_run_dir(build)
-        rr = RunResult(run_id, run_dir, [])
+        rr = RunResult(run_id, run_dir, [], meta=dict(meta or {}),
+                       selected=[c.id for c in cells])
+        unreported(rr)
         try:
             stages(rr)
         except BaseException as e:
@@ -771,9 +783,26 @@ def _boot_profiled(req: qemu.BootRequest, console: Path, hz: int, kernel: BuiltK
 
 # ---- report -----------------------------------------------------------------
 
+# What results.json says of a run until its report replaces it: all a run
+# killed outright (SIGKILL, a lost machine) leaves of its own, beside the
+# result.json of each cell that finished.
+UNREPORTED = "killed before it reported (or still running)"
+
+
+def unreported(rr: RunResult) -> None:
+    """Writes, before anything boots, the results.json and junit.xml of a
+    run that has no result yet: interrupted, every selected cell not run.
+    report_stage() replaces them; a run killed before that leaves these,
+    and merge names its shard and its cells."""
+    results.write_json(rr.run_dir / "results.json", rr.run_id, [], {},
+                       {**rr.meta, "interrupted": UNREPORTED, "not_run": list(rr.selected)})
+    results.write_junit(rr.run_dir / "junit.xml", [], rr.selected, UNREPORTED)
+
+
 def report_stage(rr: RunResult, cells: list[Cell], log: Log) -> None:
     """results.json, junit.xml and summary.txt of the cells that finished;
-    a run that stopped early says so, and lists what did not run."""
+    a run that stopped early, or left a selected cell without a result,
+    says so and lists what did not run."""
     order = {c: i for i, c in enumerate(cells)}
     rr.cells.sort(key=lambda r: order.get(r.cell, len(order)))
     ran = {r.cell.id for r in rr.cells}
@@ -782,13 +811,19 @@ def report_stage(rr: RunResult, cells: list[Cell], log: Log) -> None:
                    "accel": {a: {"accel": c.accel, "reason": c.reason}
                              for a, c in rr.accels.items()}, **rr.meta}
     if rr.interrupted:
-        extra |= {"interrupted": rr.interrupted, "not_run": missing}
+        extra["interrupted"] = rr.interrupted
+    if rr.interrupted or missing:
+        extra["not_run"] = missing
     results.write_json(rr.run_dir / "results.json", rr.run_id, rr.cells, rr.timings, extra)
-    results.write_junit(rr.run_dir / "junit.xml", rr.cells)
+    results.write_junit(rr.run_dir / "junit.xml", rr.cells, missing,
+                        rr.interrupted or "the run ended without it")
     summary = results.summary_text(rr.cells) if rr.cells else "no cell finished\n"
     if rr.interrupted:
         summary += (f"the run stopped early: {rr.interrupted}; "
-                    f"{len(missing)} cell(s) did not run\n")
+                    f"{len(missing)} cell(s) did not run"
+                    + (f": {', '.join(missing)}" if missing else "") + "\n")
+    elif missing:
+        summary += results.no_result_line(missing)
     (rr.run_dir / "summary.txt").write_text(summary)
     try:
         report.write(rr.run_dir)
@@ -802,3 +837,5 @@ def report_stage(rr: RunResult, cells: list[Cell], log: Log) -> None:
     if rr.interrupted:
         log(f"{rr.interrupted}: reports of the {len(rr.cells)} finished cell(s) "
             f"in {rr.run_dir}")
+    elif missing:
+        log(results.no_result_line(missing).rstrip("\n"))

@@ -18,6 +18,7 @@ from harness.cases import Case
 from harness.errors import ConfigError, count_arg
 from harness.matrix import Cell
 from harness.runner import Artifacts, BuiltKernel
+from harness.status import Status
 
 REPO = Path(__file__).parents[2]
 
@@ -141,8 +142,10 @@ def test_ctrl_c_keeps_every_finished_cell_and_the_reports(tmp_path: Path, fake_q
     doc = json.loads((run_dir / "results.json").read_text())
     assert [c["id"] for c in doc["cells"]] == [cells[0].id]
     assert (doc["interrupted"], doc["not_run"]) == ("interrupted (Ctrl-C)", [cells[1].id])
-    assert "the run stopped early: interrupted (Ctrl-C); 1 cell(s) did not run" in \
-        (run_dir / "summary.txt").read_text()
+    assert (f"the run stopped early: interrupted (Ctrl-C); 1 cell(s) did not run: "
+            f"{cells[1].id}\n") in (run_dir / "summary.txt").read_text()
+    assert "INCOMPLETE: no verdict.</b> Stopped early: interrupted (Ctrl-C)." in \
+        (run_dir / "report.html").read_text()
 
 
 def test_a_kernel_that_did_not_build_makes_its_cells_errors(tmp_path: Path, fake_qemu) -> None:
@@ -151,6 +154,55 @@ def test_a_kernel_that_did_not_build_makes_its_cells_errors(tmp_path: Path, fake
     rr = _boot(tmp_path, art, list(_matrix().cells))
     assert {(r.status, r.reason) for r in rr.cells} == {("error", "0003.patch does not apply")}
     assert rr.exit_status == runner.EXIT_INFRASTRUCTURE
+
+
+def test_a_run_killed_outright_leaves_a_results_json_without_a_verdict(
+        tmp_path: Path, fake_qemu, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What is on disk while a guest boots is what a SIGKILL then leaves.
+    cells = list(_matrix().cells)
+    on_disk: list[tuple[dict, str]] = []
+    boot = qemu.boot
+
+    def look(req: qemu.BootRequest, console_log: Path) -> qemu.BootOutcome:
+        run_dir = console_log.parent.parent
+        on_disk.append((json.loads((run_dir / "results.json").read_text()),
+                        (run_dir / "junit.xml").read_text()))
+        return boot(req, console_log)
+    monkeypatch.setattr(qemu, "boot", look)
+    m = _matrix()
+    man = runner.Manifest(tmp_path / "manifest.json", tuple(cells), {c.id: 1.0 for c in cells},
+                          CASES, _artifacts(tmp_path), "", m.timeout, m.memory,
+                          digest="sha256:m")
+    rr = runner.boot_only(m, cells, man, tmp_path / "build", shard=(2, 3), jobs=1,
+                          log=lambda line: None)
+    doc, junit = on_disk[0]
+    assert (doc["cells"], doc["interrupted"], doc["not_run"]) == (
+        [], runner.UNREPORTED, [c.id for c in cells])
+    assert (doc["shard"], doc["manifest"]) == ({"index": 2, "count": 3}, "sha256:m")
+    assert junit.count(f'<failure message="no result: {runner.UNREPORTED}"') == 2
+    # The report replaces it.
+    doc = json.loads((rr.run_dir / "results.json").read_text())
+    assert "interrupted" not in doc and "not_run" not in doc
+    assert "no result" not in (rr.run_dir / "junit.xml").read_text()
+    assert rr.exit_status == runner.EXIT_PASS
+
+
+def test_a_run_that_left_a_selected_cell_without_a_result_has_no_verdict(
+        tmp_path: Path) -> None:
+    rr = runner.RunResult("r", tmp_path, [results.CellResult(ONE, "tcg", Status.PASS, "", 1.0)],
+                          selected=[ONE.id, TWO.id])
+    runner.report_stage(rr, [ONE, TWO], lambda line: None)
+    assert rr.missing == [TWO.id]
+    assert rr.exit_status == runner.EXIT_INFRASTRUCTURE
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert ("interrupted" in doc, doc["not_run"]) == (False, [TWO.id])
+    assert (tmp_path / "summary.txt").read_text().endswith(
+        f"INCOMPLETE, no verdict: 1 selected cell(s) have no result: {TWO.id}\n")
+    assert ('<failure message="no result: the run ended without it"'
+            in (tmp_path / "junit.xml").read_text())
+    page = (tmp_path / "report.html").read_text()
+    assert "<h1>IMA appraisal matrix (INCOMPLETE: no verdict)</h1>" in page
+    assert f'<th class="id" id="{TWO.id}">{TWO.id}</th><td class="s-none bad"' in page
 
 
 @pytest.mark.parametrize("statuses, interrupted, expected", [
@@ -166,6 +218,8 @@ def test_exit_status(statuses: list[str], interrupted: str, expected: int) -> No
     cell = _matrix().cells[0]
     cells = [results.CellResult(cell, "tcg", s, "", 1.0) for s in statuses]
     assert runner.exit_status(cells, interrupted) == expected
+    # A selected cell without a result: no verdict, whatever the others say.
+    assert runner.exit_status(cells, interrupted, ["x86_64-other"]) == 2
 
 
 def test_the_manifest_is_relocatable(tmp_path: Path) -> None:
