@@ -6,6 +6,7 @@
 #   make run VARIANTS=patched HASHES=sha256        narrow any axis (comma lists)
 #   make run KERNEL_TREE=~/src/linux               your own kernel tree, as variant "local"
 #   make run EXTRA_PATCHES="a.patch b.patch"       patched + these patches, as variant "extra"
+#   make run EXTRA_PATCHES=a.patch BASE=patched-7.2   ... on another kernel (any variant)
 #   make run K=aarch64-patched-enforce PROFILE=200 where each guest's CPU time goes:
 #                                                  <cell>/profile.txt (kernel functions)
 #   make mutants                                   every known-bad patch must be caught
@@ -35,7 +36,8 @@ matrix_args = $(if $(K),-k '$(K)') $(axis_args) \
 	$(if $(MAKE_JOBS),--make-jobs=$(MAKE_JOBS)) $(if $(TIER),--tier=$(TIER)) \
 	$(if $(ACCEL),--accel=$(ACCEL)) $(if $(KERNEL_TREE),--kernel-tree=$(KERNEL_TREE)) \
 	$(if $(PROFILE),--profile=$(PROFILE)) \
-	$(if $(EXTRA_PATCHES),--extra-patches='$(EXTRA_PATCHES)') --build-dir=$(BUILD)
+	$(if $(EXTRA_PATCHES),--extra-patches='$(EXTRA_PATCHES)') $(if $(BASE),--base=$(BASE)) \
+	--build-dir=$(BUILD)
 
 .PHONY: help deps run unit check bisect-check bisect mutants regressions selftests bench \
 	clean distclean
@@ -76,10 +78,11 @@ help:
 	@echo '           <cell>/profile.txt (user space, kernel by source directory and function)'
 	@echo '           KERNEL_TREE=<your kernel source tree>: boot it as variant "local"'
 	@echo '           EXTRA_PATCHES="a.patch b.patch": boot patched + these as variant "extra"'
+	@echo '           BASE=<variant>: what EXTRA_PATCHES go on (default patched; e.g. patched-7.2)'
 	@echo '           GOOD= BAD= SPLAT= TEST=: what make bisect bisects, and for what'
 
 deps:
-	$(Q)DEBDIR=$(BUILD)/debs/arm64 sh scripts/deps.sh
+	$(Q)DEBDIR=$(BUILD)/debs/arm64 BUILD=$(BUILD) PYTHON=$(PYTHON) sh scripts/deps.sh
 
 run: deps
 	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider -rfE \
@@ -128,7 +131,7 @@ selftests: deps
 BENCH_BUILD ?= $(BUILD)/bench
 
 bench: deps
-	$(Q)DEBDIR=$(BENCH_BUILD)/debs/arm64 sh scripts/deps.sh
+	$(Q)DEBDIR=$(BENCH_BUILD)/debs/arm64 BUILD=$(BENCH_BUILD) PYTHON=$(PYTHON) sh scripts/deps.sh
 	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) $(axis_args) \
 		$(if $(VARIANTS),--variants=$(VARIANTS)) \
 		$(if $(NO_COLD),--no-cold) $(if $(STAGES),--stages=$(STAGES))

@@ -66,9 +66,10 @@ class Floor:
 def _build(build: Path, m: matrix_mod.Matrix, arch: str, variant: str) -> BuildTime:
     v = m.variants[variant]
     patches = (kbuild.read_series(v.series) if v.series else ()) + v.patches
-    pristine = kbuild.extract(build, version=v.version)
+    pristine = kbuild.extract(build, m.sources[v.version].tarball(build), version=v.version)
     k = kbuild.plan(build, ARCHS[arch], {variant: (v.tree or pristine, patches)},
-                    {variant: runner.fragments(REPO, arch, build, v.flavor)},
+                    {variant: runner.fragments(REPO, arch, build, v.flavor,
+                                               m.source_of(variant).config)},
                     {variant: v.version}, {variant: v.flavor})[variant]
     t = time.monotonic()
     _, compiled = kbuild.build_kernel(build, k, os.cpu_count() or 1,
@@ -99,7 +100,7 @@ def _floor(build: Path, arch: str, variant: str) -> Floor:
 MAKE_KNOBS = frozenset({
     "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "K", "ARCHS", "VARIANTS", "MODES",
     "POLICIES", "HASHES", "SETATTR", "JOBS", "MAKE_JOBS", "TIER", "ACCEL", "KERNEL_TREE",
-    "EXTRA_PATCHES", "BUILD", "BENCH_BUILD", "NO_COLD", "MUTANTS", "PROGRAMS", "REPEAT",
+    "EXTRA_PATCHES", "BASE", "BUILD", "BENCH_BUILD", "NO_COLD", "MUTANTS", "PROGRAMS", "REPEAT",
     "VERSION", "GOOD", "BAD", "SPLAT", "TEST", "V", "STAGES", "PROFILE"})
 
 

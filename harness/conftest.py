@@ -35,8 +35,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         g.addoption(f"--{axis}", default=None,
                     help=f"comma-separated {axis} replacing the matrix's own")
     g.addoption("--extra-patches", default=os.environ.get("EXTRA_PATCHES") or None,
-                help="space-separated patch files: boots variant 'extra' (patched's series "
-                     "and these patches on top)")
+                help="space-separated patch files: boots variant 'extra' (BASE's series, "
+                     "default patched's, and these patches on top)")
+    g.addoption("--base", default=os.environ.get("BASE") or None,
+                help="the variant EXTRA_PATCHES go on top of (default: patched), e.g. "
+                     "patched-7.2 or stock-7.2-debug")
     g.addoption("--tier", default=os.environ.get("TIER", "full"), choices=matrix_mod.TIERS,
                 help="full: every cell of the matrix; covering: one cell per arch x "
                      "variant x mode x policy and more (harness/matrix.py covering_tier); "
@@ -80,7 +83,8 @@ def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
             config.stash[_MATRIX] = matrix_mod.load(
                 Path(config.getoption("matrix")), **overrides,
                 kernel_tree=Path(tree).expanduser().resolve() if tree else None,
-                extra_patches=[Path(p).expanduser().resolve() for p in extra])
+                extra_patches=[Path(p).expanduser().resolve() for p in extra],
+                base=config.getoption("base"))
         except HarnessError as e:
             raise pytest.UsageError(str(e)) from None
     return config.stash[_MATRIX]
@@ -154,7 +158,7 @@ def _programs(config: pytest.Config, items: list[pytest.Item]) -> dict[str, tupl
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session: pytest.Session) -> None:
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
     config = session.config
     cells = config.stash.get(_SELECTED, [])
     if not cells or config.option.collectonly:
@@ -176,6 +180,9 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     except Exception as e:  # noqa: BLE001 - a harness bug: still report, exit 2
         log("ERROR: the harness failed:\n" + traceback.format_exc())
         config.stash[_ERROR] = f"{type(e).__name__}: {e}"
+    if config.stash.get(_ERROR, None):
+        # Said once above: no item repeats it (exit status 2, below).
+        return True
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -60,6 +60,7 @@ from typing import Any
 
 import yaml
 
+from . import sources as sources_mod
 from .archs import ARCHS
 from .errors import ConfigError
 from .flavors import FLAVORS, PLAIN
@@ -81,7 +82,8 @@ DEFAULT_TIMEOUT = 150
 DEFAULT_BOOT_TIMEOUT = 120
 DEFAULT_MEMORY = 512
 
-_TOP_KEYS = ("variants", "matrix", "mutants", "check", "timeout", "boot_timeout", "memory")
+_TOP_KEYS = ("variants", "matrix", "mutants", "check", "timeout", "boot_timeout", "memory",
+             "sources")
 # A check: entry: which kernels' covering cells `make check` boots.
 _CHECK_KEYS = ("variants", "archs")
 # matrix axis -> what one value is called (and its key in an exclusion or a
@@ -205,6 +207,18 @@ class Matrix:
     boot_timeout: int = DEFAULT_BOOT_TIMEOUT
     # check: section: (variants, archs) pairs; None: every kernel's
     check: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] | None = None
+    # sources: per kernel version, Debian's package (harness/sources.py)
+    sources: dict[str, sources_mod.Source] = dataclasses.field(
+        default_factory=lambda: sources_mod.default_sources())
+
+    def source_of(self, variant: str) -> sources_mod.Source:
+        """The Debian source a variant is built from, or, for a tree of
+        one's own, configured like (the nearest version at or below the
+        tree's)."""
+        v = self.variants[variant]
+        if v.tree is not None:
+            return sources_mod.nearest(self.sources, sources_mod.version_of_tree(v.tree))
+        return self.sources[v.version]
 
 
 def make_path(m: Matrix, cell: Cell) -> bool:
@@ -492,25 +506,36 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
          hashes: Iterable[str] | str | None = None,
          setattr: Iterable[str] | str | None = None,
          kernel_tree: Path | None = None,
-         extra_patches: Iterable[Path] | None = None) -> Matrix:
+         extra_patches: Iterable[Path] | None = None,
+         base: str | None = None) -> Matrix:
     """Reads and checks the matrix file.  The keyword arguments, when given,
     replace the matrix axis of the same name (command line --archs etc.; a
     string is split at commas); exclusions still apply to them.  kernel_tree
     defines the variant "local" built from that tree, extra_patches the
-    variant "extra" (patched's series, then these patches); either becomes
-    the variants axis unless variants is given."""
+    variant "extra" (base's series, version, flavor and known failures,
+    default patched's, then these patches); either becomes the variants
+    axis unless variants is given.  The local tree is configured, and
+    compared for a workspace turn, as the nearest of sources: at or below
+    its own version."""
     name = str(path)
     top = _mapping(_read(path), name, _TOP_KEYS)
     for key in ("variants", "matrix"):
         if key not in top:
             raise ConfigError(f"{name}: missing key {key!r}; required: variants, matrix")
     defined = _variants(top["variants"], f"{name}: variants", path.parent)
+    sources = _sources(top, path, tuple(v.version for v in defined.values()))
+    for v in defined.values():
+        if v.tree is None and v.version not in sources:
+            raise ConfigError(f"{name}: variants.{v.name}.version: {v.version!r} is not in "
+                              f"sources: ({_join(sources)}); add Debian's package for it")
     if kernel_tree is not None:
         if LOCAL_VARIANT in defined:
             raise ConfigError(f"{name}: variants: {LOCAL_VARIANT!r} is reserved for "
                               "--kernel-tree; rename that variant")
-        defined[LOCAL_VARIANT] = Variant(LOCAL_VARIANT, None, f"kernel tree {kernel_tree}",
-                                         kernel_tree)
+        own = sources_mod.version_of_tree(kernel_tree)
+        defined[LOCAL_VARIANT] = Variant(
+            LOCAL_VARIANT, None, f"kernel tree {kernel_tree}", kernel_tree,
+            version=sources_mod.nearest(sources, own).version)
         if variants is None:
             variants = [LOCAL_VARIANT]
     extra = tuple(extra_patches or ())
@@ -522,10 +547,15 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
             if not patch.is_file():
                 raise ConfigError(f"EXTRA_PATCHES: {patch}: no such patch file "
                                   "(paths are relative to where make runs)")
-        base = defined.get("patched")
-        defined[EXTRA_VARIANT] = Variant(
-            EXTRA_VARIANT, base.series if base else None,
-            "patched + " + " ".join(p.name for p in extra), patches=extra, workspace=True)
+        base_name = base or "patched"
+        of = defined.get(base_name)
+        if of is None or of.tree is not None:
+            raise ConfigError(f"BASE={base_name}: no variant of Debian's trees by that name "
+                              f"in {name}; one of: "
+                              f"{_join(n for n, v in defined.items() if v.tree is None)}")
+        defined[EXTRA_VARIANT] = dataclasses.replace(
+            of, name=EXTRA_VARIANT, note=f"{base_name} + " + " ".join(p.name for p in extra),
+            patches=extra, workspace=True)
         if variants is None:
             variants = [EXTRA_VARIANT]
     names = _Names(defined)
@@ -565,7 +595,20 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
                   timeout=timeout,
                   memory=positive_int(top.get("memory", DEFAULT_MEMORY),
                                        f"{name}: memory"),
-                  mutants=mutants, check=check, boot_timeout=boot_timeout)
+                  mutants=mutants, check=check, boot_timeout=boot_timeout,
+                  sources=sources)
+
+
+def _sources(top: dict[str, Any], path: Path,
+             versions: tuple[str, ...]) -> dict[str, sources_mod.Source]:
+    if "sources" not in top:
+        return sources_mod.default_sources(versions)
+    return sources_mod.parse(top["sources"], f"{path}: sources", path.parent)
+
+
+def load_sources(path: Path) -> dict[str, sources_mod.Source]:
+    """The Debian sources of a matrix (make deps, before anything is built)."""
+    return load(path).sources
 
 
 def _check(value: Any, where: str,

@@ -35,7 +35,7 @@ from . import splats, subproc, timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
-from .errors import ConfigError, HarnessError, read_json
+from .errors import BuildError, ConfigError, HarnessError, read_json
 from .matrix import Cell, Matrix
 from .results import CellResult
 from .status import Status
@@ -123,10 +123,11 @@ class _Timer:
 
 
 def fragments(repo: Path, arch: str, build: Path,
-              flavor: str = flavors.PLAIN) -> tuple[Path, ...]:
+              flavor: str = flavors.PLAIN, version: tuple[Path, ...] = ()) -> tuple[Path, ...]:
+    """version: the kernel version's own fragments (matrix.yaml sources:)."""
     cfg = repo / "kernel-patches" / "config"
     return (cfg / "common.config", cfg / f"{arch}.config",
-            *flavors.FLAVORS[flavor].fragment_paths(cfg, arch),
+            *flavors.FLAVORS[flavor].fragment_paths(cfg, arch), *version,
             keys.ensure(build) / "trusted-keys.config")
 
 
@@ -171,6 +172,7 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
     def stages(rr: RunResult) -> None:
         art = build_stage(matrix, cells, repo, build, make_jobs or _cpus(), rr.timings, log)
         rr.builds = art.builds
+        nothing_to_boot(cells, art)
         if art.trees:
             rr.meta["kernel_trees"] = art.trees
         expected_s = expected_seconds(cells, build, matrix)
@@ -179,6 +181,20 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
                        accel, expected_s, rr.timings, log, rr.cells, rr.accels,
                        programs or {}, profile_hz)
     return _reported(build, cells, log, stages)
+
+
+def nothing_to_boot(cells: list[Cell], art: Artifacts) -> None:
+    """A BuildError, said once, when no selected cell has a kernel: a
+    configuration error in one's own tree (KERNEL_TREE=), a patch that does
+    not apply, is one error before anything boots, not an error in every
+    cell and every case of it."""
+    if not cells or not all((c.arch, c.variant) in art.broken for c in cells):
+        return
+    why: dict[str, list[str]] = {}
+    for key in dict.fromkeys((c.arch, c.variant) for c in cells):
+        why.setdefault(art.broken[key], []).append("-".join(key))
+    raise BuildError("nothing to boot: no kernel of the selection was built\n" + "\n".join(
+        f"{', '.join(kernels)}: {reason}" for reason, kernels in why.items()))
 
 
 def boot_only(matrix: Matrix, cells: list[Cell], manifest: Manifest, build: Path, *,
@@ -233,10 +249,10 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
     # The selftests are built against the default version's kselftest
     # headers, whatever kernels boot them: one initramfs per arch.
     versions = dict.fromkeys([kbuild.DEFAULT_VERSION, *(
-        matrix.variants[c.variant].version for c in cells
-        if c.variant in matrix.variants and matrix.variants[c.variant].tree is None)])
+        matrix.variants[c.variant].version for c in cells if c.variant in matrix.variants)])
     with _Timer(timings, "extract"):
-        pristine = {v: kbuild.extract(build, version=v) for v in versions}
+        pristine = {v: kbuild.extract(build, matrix.sources[v].tarball(build), version=v)
+                    for v in versions}
     keys.ensure(build)      # before the threads below, which all need it
     arches = list(dict.fromkeys(c.arch for c in cells))
     # Each kernel version takes its turns in a workspace of its own, so the
@@ -249,8 +265,7 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
     for arch_name in arches:
         for v in dict.fromkeys(c.variant for c in cells if c.arch == arch_name):
             variant = matrix.variants.get(v)
-            group = (variant.version if variant and variant.tree is None
-                     else kbuild.DEFAULT_VERSION,
+            group = (variant.version if variant else kbuild.DEFAULT_VERSION,
                      variant.flavor if variant else flavors.PLAIN)
             turns = groups.setdefault(group, [])
             if not turns or turns[-1][0] != arch_name:
@@ -297,16 +312,17 @@ def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str],
             continue
         sources[v] = (variant.tree or pristine[variant.version], patches)
     plan = kbuild.plan(build, arch, sources,
-                       {v: fragments(repo, arch_name, build, matrix.variants[v].flavor)
+                       {v: fragments(repo, arch_name, build, matrix.variants[v].flavor,
+                                     matrix.source_of(v).config)
                         for v in sources},
                        {v: matrix.variants[v].version for v in sources},
                        {v: matrix.variants[v].flavor for v in sources})
     built: dict[Path, kbuild.Kernel | str] = {}   # out dir -> kernel, or why it failed
     for v, k in plan.items():
         if k.out not in built:
-            # A tree of one's own is compared with 6.1's (ktree.overlay).
+            # A tree of one's own is compared with its version's (ktree.overlay).
             built[k.out] = _build_one(matrix, build, k, make_jobs, timings, art, log,
-                                      pristine[kbuild.DEFAULT_VERSION])
+                                      pristine[matrix.variants[k.variant].version])
         outcome = built[k.out]
         if isinstance(outcome, str):
             art.broken[(arch_name, v)] = outcome

@@ -3,7 +3,7 @@
 # Idempotent and quick when everything is already there: 'make deps'.
 set -eu
 
-packages="linux-source-6.1 linux-source-6.12 gcc make flex bison bc libelf-dev libssl-dev openssl cpio
+packages="gcc make flex bison bc libelf-dev libssl-dev openssl cpio
 e2fsprogs qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu
 libc6-dev-arm64-cross binutils busybox-static attr ima-evm-utils
 python3-pytest python3-yaml xz-utils lz4 patch"
@@ -20,40 +20,55 @@ if [ "$(id -u)" != 0 ]; then
 	sudo=sudo
 fi
 
-# One dpkg-query for all of them: 'make deps' runs before every target.
-installed=$(dpkg-query -W -f='${Package} ${Status}\n' $packages 2>/dev/null |
-	sed -n 's/ install ok installed$//p')
-missing=
-for p in $packages; do
-	case " $(echo $installed) " in
-	*" $p "*) ;;
-	*) missing="$missing $p" ;;
-	esac
-done
+# The packages of $1 that are not installed: one dpkg-query for all of
+# them ('make deps' runs before every target).
+missing_of() {
+	installed=$(dpkg-query -W -f='${Package} ${Status}\n' $1 2>/dev/null |
+		sed -n 's/ install ok installed$//p')
+	for p in $1; do
+		case " $(echo $installed) " in
+		*" $p "*) ;;
+		*) printf ' %s' "$p" ;;
+		esac
+	done
+}
+
+updated=
+update() {
+	[ -z "$updated" ] || return 0
+	say "apt-get update"
+	$sudo apt-get update -q >/dev/null || { say "apt-get update failed: is a Debian mirror reachable?"; exit 1; }
+	updated=1
+}
+install() {
+	[ -n "$1" ] || return 0
+	update
+	say "installing:$1"
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $1 ||
+		{ say "apt-get install failed for:$1"; exit 1; }
+}
 
 need_arm64=
 dpkg --print-foreign-architectures | grep -qx arm64 || need_arm64=1
 for p in $arm64_debs; do
 	ls "$debdir/${p}_"*_arm64.deb >/dev/null 2>&1 || need_arm64=${need_arm64:-2}
 done
-
-if [ -z "$missing" ] && [ -z "$need_arm64" ]; then
-	exit 0
-fi
-
 if [ "$need_arm64" = 1 ]; then
 	say "enabling the arm64 architecture (dpkg multiarch)"
 	$sudo dpkg --add-architecture arm64
+	update
 fi
-if [ -n "$missing" ] || [ "$need_arm64" = 1 ]; then
-	say "apt-get update"
-	$sudo apt-get update -q >/dev/null || { say "apt-get update failed: is a Debian mirror reachable?"; exit 1; }
-fi
-if [ -n "$missing" ]; then
-	say "installing:$missing"
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing ||
-		{ say "apt-get install failed for:$missing"; exit 1; }
-fi
+
+install "$(missing_of "$packages")"
+# Debian's kernel sources, by version, are matrix.yaml's sources: (PyYAML is
+# one of the packages above): the machine's own suites' are installed,
+# the others' fetched into the build directory.
+python=${PYTHON:-/usr/bin/python3}
+build=${BUILD:-build}
+top=$(dirname "$0")/..
+sources=$(PYTHONPATH=$top "$python" -m harness.sources packages) || exit 1
+install "$(missing_of "$sources")"
+PYTHONPATH=$top "$python" -m harness.sources fetch --build-dir="$build" || exit 1
 
 mkdir -p "$debdir"
 for p in $arm64_debs; do
@@ -63,4 +78,4 @@ for p in $arm64_debs; do
 			{ say "apt-get download $p:arm64 failed: run 'apt-get update' and retry"; exit 1; }
 	fi
 done
-say "all dependencies present"
+[ -z "$updated$need_arm64" ] || say "all dependencies present"

@@ -157,7 +157,7 @@ def test_the_runner_builds_such_a_tree_as_a_turn_and_records_its_commit(
         return k, 3
 
     monkeypatch.setattr(kbuild, "build_kernel", build_kernel)
-    monkeypatch.setattr(runner, "fragments", lambda repo, arch, build, flavor="plain": ())
+    monkeypatch.setattr(runner, "fragments", lambda repo, arch, build, flavor="plain", version=(): ())
     m = matrix_mod.load(Path(runner.__file__).parent.parent / "matrix.yaml", archs="x86_64",
                         kernel_tree=repo)
     art = runner.Artifacts()

@@ -237,7 +237,7 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
     (_set("matrix", KeyError),
      "matrix.yaml: missing key 'matrix'; required: variants, matrix"),
     (_set("arch", ["x86_64"]),
-     "matrix.yaml: unknown key 'arch'; allowed: variants, matrix, mutants, check, timeout, boot_timeout, memory"),
+     "matrix.yaml: unknown key 'arch'; allowed: variants, matrix, mutants, check, timeout, boot_timeout, memory, sources"),
     (_set("matrix.exclude", [{"policy": "legacy", "variant": "patched"}, {"modes": "off"}]),
      "matrix.yaml: matrix.exclude[1]: unknown key 'modes'; "
      "allowed: arch, variant, mode, policy, hash, setattr"),
@@ -287,10 +287,10 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "known_failures, known_splats, flavor, of}; "
      "found {}"),
     ([1, 2],
-     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory; "
+     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory, sources; "
      "found [1, 2]"),
     ("",
-     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory; "
+     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory, sources; "
      "found None"),
     ("variants:\n  stock: {}\nmatrix: [x86_64\n",
      "matrix.yaml:4: YAML syntax error: expected ',' or ']', but got '<stream end>'; "

@@ -417,7 +417,7 @@ def test_each_variant_is_built_from_its_versions_tree(monkeypatch, tmp_path: Pat
 
     monkeypatch.setattr(kbuild, "extract", extract)
     monkeypatch.setattr(kbuild, "build_kernel", build_kernel)
-    monkeypatch.setattr(runner, "fragments", lambda repo, arch, build, flavor="plain": ())
+    monkeypatch.setattr(runner, "fragments", lambda repo, arch, build, flavor="plain", version=(): ())
     monkeypatch.setattr(runner.keys, "ensure", lambda build: build)
     monkeypatch.setattr(initramfs, "build_selftests",
                         lambda repo, tree, arch, build, jobs: selftests.append(tree.name))
