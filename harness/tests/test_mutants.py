@@ -161,13 +161,32 @@ def test_every_version_has_a_mutant_for_every_case() -> None:
             (version, [])
 
 
-def test_a_port_is_caught_by_what_its_original_is() -> None:
+@pytest.mark.parametrize("version", ["6.12", "7.2"])
+def test_a_port_is_caught_by_what_its_original_is(version: str) -> None:
     # A port drifts when the 6.1 mutant gains a Caught-by: (a new test)
     # and its port does not.
     regs = REPO / "kernel-patches" / "regressions"
-    for port in sorted((regs / "6.12").glob("*.patch")):
-        assert (port.name, regressions.parse(port).caught_by) == \
-            (port.name, regressions.parse(regs / port.name).caught_by)
+    # A mutant with Since: is the version's own: it has no original.
+    ports = [p for p in sorted((regs / version).glob("*.patch"))
+             if not getattr(regressions.parse(p), "since", "")]
+    assert ports
+    for port in ports:
+        mine, original = regressions.parse(port), regressions.parse(regs / port.name)
+        assert (port.name, mine.caught_by, mine.flavor) == \
+            (port.name, original.caught_by, original.flavor)
+
+
+@pytest.mark.parametrize("version", ["6.12", "7.2"])
+def test_every_version_has_every_mutant_of_6_1(version: str) -> None:
+    # A version's series names each 6.1 mutant once, as itself or as a
+    # port of the same name (the variant is named after the file); a
+    # mutant with Since: is the version's own.
+    regs = REPO / "kernel-patches" / "regressions"
+    entries = list(regressions.read_series(regs / version / "series"))
+    for p in entries:
+        assert p.is_file(), p
+    named = [p.name for p in entries if not getattr(regressions.parse(p), "since", "")]
+    assert sorted(named) == sorted(p.name for p in regs.glob("*.patch"))
 
 
 def test_a_debug_mutant_is_built_on_the_debug_variant_of_its_base(tmp_path: Path) -> None:
