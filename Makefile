@@ -48,7 +48,7 @@ help:
 	@echo '  check      unit tests of the harness, the bisect proof, then the covering tier'
 	@echo '             (one cell per arch x variant x mode x policy, every hash and setattr'
 	@echo '             value, the cells mutants are caught in) of the kernels matrix.yaml'
-	@echo '             check: names: 6.1 on both arches, 6.12 on x86_64 (what CI runs)'
+	@echo '             check: names: 6.1 on both arches, 7.2 on x86_64 (what CI runs)'
 	@echo '  unit       unit tests of the harness only (no QEMU)'
 	@echo '  bisect     git bisect run in KERNEL_TREE from GOOD to BAD, each step built as'
 	@echo '             variant "local" and booted in the selected cells (narrow them: ARCHS='

@@ -9,6 +9,8 @@ git-style trailers of its description, what must catch it:
     Exposed-in: custom-policy cells   (optional: where it shows, and why only there)
     Flavor: debug                     (optional: a race only SMP shows, a use-after-free
                                        only KASAN sees: boot the debug cells instead)
+    Since: 6.14                       (optional: the behaviour is that kernel's, so are
+                                       the cases it names: older kernels skip them)
 
 `make mutants` builds each on top of the base variant's series (matrix.yaml
 mutants:), boots the mutants: cells, and judges it caught when every
@@ -20,7 +22,8 @@ gives that variant, on the mutants: section's arches.
 Another kernel version has a directory of its own (mutants: versions:)
 with a quilt-style `series` naming its known-bad patches: the ones that
 still apply as they are (`../0009-...patch`) and ports where the code
-moved; a comment there says why any other is left out.  A cell that
+moved; a comment there says why any other is left out.  A mutant with
+Since: is that version's own (and a newer one's): no 6.1 original.  A cell that
 could not be built or booted ("error") proves nothing and counts against it.
 """
 from __future__ import annotations
@@ -37,7 +40,7 @@ from .matrix import Variant
 from .results import NO_RESULT_PREFIX, CellResult
 from .status import FAILING, Status
 
-_TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in|Flavor):\s*(.*?)\s*$")
+_TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in|Flavor|Since):\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,13 @@ class Mutant:
     caught_by: tuple[str, ...]
     exposed_in: str = ""
     flavor: str = PLAIN     # Flavor:
+    since: str = ""         # Since: the kernel version whose behaviour it breaks
+
+    def runs_on(self, version: str) -> bool:
+        """Whether a kernel of version has the behaviour (and the cases)."""
+        def key(v: str) -> tuple[int, ...]:
+            return tuple(int(x) for x in v.split("."))
+        return not self.since or key(version) >= key(self.since)
 
 
 def variant_name(patch: Path) -> str:
@@ -63,7 +73,7 @@ def parse(patch: Path, version: str = DEFAULT_VERSION) -> Mutant:
     except OSError as e:
         raise ConfigError(f"{patch}: cannot read: {e.strerror}") from e
     fields: dict[str, list[str]] = {"Mutant": [], "Caught-by": [], "Exposed-in": [],
-                                    "Flavor": []}
+                                    "Flavor": [], "Since": []}
     for line in text.splitlines():
         if line == "---" or line.startswith("diff --git") or line.startswith("--- "):
             break
@@ -77,9 +87,12 @@ def parse(patch: Path, version: str = DEFAULT_VERSION) -> Mutant:
     if flavor not in FLAVORS:
         raise ConfigError(f"{patch}: 'Flavor: {flavor}' is no kernel flavor; expected one of "
                           f"{', '.join(FLAVORS)} (harness/flavors.py)")
+    since = " ".join(fields["Since"])
+    if since and not re.fullmatch(r"\d+\.\d+", since):
+        raise ConfigError(f"{patch}: 'Since: {since}': expected a kernel version such as 6.14")
     name = variant_name(patch) + ("" if version == DEFAULT_VERSION else f"-{version}")
     return Mutant(name, patch, " ".join(fields["Mutant"]),
-                  tuple(fields["Caught-by"]), " ".join(fields["Exposed-in"]), flavor)
+                  tuple(fields["Caught-by"]), " ".join(fields["Exposed-in"]), flavor, since)
 
 
 def flavored_base(mutant: Mutant, base: Variant, variants: dict[str, Variant]) -> Variant:

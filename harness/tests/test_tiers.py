@@ -114,14 +114,14 @@ def test_the_check_tier_is_the_covering_tier_of_the_kernels_check_names() -> Non
     tier = matrix.tier_cells(m, "check")
     kernels = {(c.arch, c.variant) for c in tier}
     assert kernels == {(a, v) for a in ("x86_64", "aarch64") for v in ("stock", "patched")} \
-        | {("x86_64", "stock-6.12"), ("x86_64", "patched-6.12")}
+        | {("x86_64", "stock-7.2"), ("x86_64", "patched-7.2")}
     # Each kernel named keeps every covering cell it has.
     assert set(tier) == {c for c in matrix.covering_tier(m) if (c.arch, c.variant) in kernels}
-    # x86_64's 6.12 cells include those its known-bad kernels are caught in.
+    # x86_64's 7.2 cells include those its known-bad kernels are caught in.
     caught_in = {(c.mode, c.policy, c.hash, c.setattr)
-                 for c in matrix.mutant_cells(m, ["patched-6.12"])}
+                 for c in matrix.mutant_cells(m, ["patched-7.2"])}
     assert caught_in <= {(c.mode, c.policy, c.hash, c.setattr) for c in tier
-                         if c.variant == "patched-6.12"}
+                         if c.variant == "patched-7.2"}
 
 
 def _with_check(tmp_path: Path, check) -> Path:
