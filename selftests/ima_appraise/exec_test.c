@@ -27,9 +27,29 @@
  * appraises), or BPRM_CHECK run on the script but not on the interpreter
  * that binfmt_script substitutes (exec_binprm() runs search_binary_handler(),
  * hence security_bprm_check(), once per file).
+ *
+ * execve_check: execveat(2) with AT_EXECVE_CHECK (Linux 6.14) asks whether
+ * a file may be executed without executing it: a script interpreter's
+ * question about the script it was given.  IMA appraises that file as
+ * BPRM_CHECK (ima_bprm_creds_for_exec()) and answers as for execve(): the
+ * same verdict, repair and record; the script's interpreter is not
+ * examined at all, so its label stays as it was, even in fix mode, and
+ * nothing is executed.  A kernel before 6.14 does not know the flag: not
+ * for such a cell.
+ * Broken kernels: the bprm_creds_for_exec hook dropped (custom cells: only
+ * BPRM_CHECK covers the file; the exec open of the builtin policy's
+ * fowner=0 rule still denies); an execveat() that goes on to execute the
+ * file it was only to check (every cell).
  */
 
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+
 #include "common.h"
+
+#ifndef AT_EXECVE_CHECK
+#define AT_EXECVE_CHECK 0x10000
+#endif
 
 static const char prog_name[] = "prog";
 static const char script_name[] = "script";
@@ -64,6 +84,67 @@ static void make_exec_file(struct __test_metadata *const _metadata,
 	}
 	set_ima_state(_metadata, path, state, good);
 }
+
+/* Whether the running kernel is at least major.minor. */
+static bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
+}
+
+/*
+ * execveat(path, AT_EXECVE_CHECK) in a child: 0 if path may be executed,
+ * else the errno; EXEC_CHECK_RAN if the kernel executed the file instead
+ * of answering (the pipe closed on exec).
+ */
+#define EXEC_CHECK_RAN (-2)
+
+static int test_execve_check(struct __test_metadata *const _metadata,
+			     const char *path)
+{
+	int pipefd[2], err = 0, status;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe2(pipefd, O_CLOEXEC));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		char *const argv[] = { (char *)path, NULL };
+		char *const envp[] = { NULL };
+
+		if (syscall(__NR_execveat, AT_FDCWD, path, argv, envp,
+			    AT_EXECVE_CHECK))
+			err = errno;
+		if (write(pipefd[1], &err, sizeof(err)) != sizeof(err))
+			_exit(126);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], &err, sizeof(err)) != sizeof(err))
+		err = EXEC_CHECK_RAN;
+	close(pipefd[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	return err;
+}
+
+static const char *check_error(int ret)
+{
+	return ret == EXEC_CHECK_RAN ? "the kernel executed the file" :
+				       strerror(ret);
+}
+
+/* true (and a skip) where the kernel predates AT_EXECVE_CHECK */
+#define NO_EXECVE_CHECK()                                                     \
+	({                                                                    \
+		bool _old = !kernel_at_least(6, 14);                          \
+		if (_old)                                                     \
+			CELL_SKIP(, "AT_EXECVE_CHECK is new in Linux 6.14");  \
+		_old;                                                         \
+	})
 
 FIXTURE(exec_file)
 {
@@ -127,6 +208,25 @@ TEST_F(exec_file, execve)
 		       ret == EXEC_RAN_BADLY ?
 			       "it ran, but did not exit with status 42 (killed after the point of no return?)" :
 			       strerror(ret));
+	}
+	expect_ima_after(_metadata, &self->env.cell, self->env.path,
+			 variant->state, self->env.good);
+	expect_audited(_metadata, &self->env.cell, &self->env.log,
+		       self->env.path, variant->state);
+}
+
+TEST_F(exec_file, execve_check)
+{
+	int ret;
+
+	if (self->env.skip || NO_EXECVE_CHECK())
+		return;
+	ima_env_watch(_metadata, &self->env);
+	ret = test_execve_check(_metadata, self->env.path);
+	ASSERT_EQ(expected_errno(&self->env.cell, variant->state), ret)
+	{
+		TH_LOG("execveat %s, AT_EXECVE_CHECK: %s", self->env.path,
+		       check_error(ret));
 	}
 	expect_ima_after(_metadata, &self->env.cell, self->env.path,
 			 variant->state, self->env.good);
@@ -243,6 +343,35 @@ TEST_F(exec_script, execve)
 			 variant->interp, self->interp_good);
 	expect_audited(_metadata, &self->env.cell, &self->env.log, self->interp,
 		       variant->interp);
+}
+
+/*
+ * The interpreter's question about the script: only the script is
+ * appraised.  The interpreter its "#!" line names is neither opened nor
+ * appraised, repaired or logged: a bad interpreter does not change the
+ * answer.
+ */
+TEST_F(exec_script, execve_check)
+{
+	const char *script = self->env.path;
+	int ret;
+
+	if (self->env.skip || NO_EXECVE_CHECK())
+		return;
+	ima_env_watch(_metadata, &self->env);
+	ret = test_execve_check(_metadata, script);
+	ASSERT_EQ(expected_errno(&self->env.cell, variant->script), ret)
+	{
+		TH_LOG("execveat %s, AT_EXECVE_CHECK: %s", script,
+		       check_error(ret));
+	}
+	expect_ima_after(_metadata, &self->env.cell, script, variant->script,
+			 self->env.good);
+	expect_audited(_metadata, &self->env.cell, &self->env.log, script,
+		       variant->script);
+	expect_ima_kept(_metadata, self->interp, variant->interp,
+			self->interp_good);
+	expect_not_logged(_metadata, &self->env.log, self->interp, NULL);
 }
 
 TEST_HARNESS_MAIN
