@@ -40,7 +40,7 @@ matrix_args = $(if $(K),-k '$(K)') $(axis_args) \
 	--build-dir=$(BUILD)
 
 .PHONY: help deps run unit check bisect-check bisect mutants regressions selftests bench \
-	clean distclean
+	scan diff clean distclean
 
 help:
 	@echo 'Targets:'
@@ -69,6 +69,11 @@ help:
 	@echo '  bench      measure cold and warm builds, the boot floor, the matrix (narrow it'
 	@echo '             with ARCHS= VARIANTS= etc.) and the edit loop, in BENCH_BUILD'
 	@echo '             (build/bench); NO_COLD=1 keeps its kernels, STAGES= picks stages'
+	@echo '  scan       the kernel splats of any console log or dmesg: LOG=<file> (- for stdin),'
+	@echo '             VARIANT=<variant> matches its known_splats, VMLINUX=<file> decodes the'
+	@echo '             traces (KERNEL_TREE=: the tree it was built from); exit 1: a splat not known'
+	@echo '  diff       what changed from run A=<run dir or results.json> to B=<run dir>: new'
+	@echo '             failures and splats, fixed cases, cells appeared or vanished; exit 1: new'
 	@echo '  deps       install missing Debian packages and the arm64 guest userland'
 	@echo '  clean      remove results and scratch disks; distclean: all of build/'
 	@echo 'Variables: K=<pytest -k expr> ARCHS= MODES= POLICIES= HASHES= SETATTR= VARIANTS='
@@ -135,6 +140,15 @@ bench: deps
 	$(Q)$(PYTHON) -m harness.bench --build-dir=$(BENCH_BUILD) $(axis_args) \
 		$(if $(VARIANTS),--variants=$(VARIANTS)) \
 		$(if $(NO_COLD),--no-cold) $(if $(STAGES),--stages=$(STAGES))
+
+scan:
+	$(Q)test -n "$(LOG)" || { echo 'make scan needs LOG=<console log, dmesg or journalctl -k file>'; exit 2; }
+	$(Q)$(PYTHON) -m harness scan '$(LOG)' $(if $(VARIANT),--variant=$(VARIANT)) \
+		$(if $(VMLINUX),--vmlinux='$(VMLINUX)') $(if $(KERNEL_TREE),--tree='$(KERNEL_TREE)')
+
+diff:
+	$(Q)test -n "$(A)" -a -n "$(B)" || { echo 'make diff needs A=<run dir or results.json> B=<run dir>'; exit 2; }
+	$(Q)$(PYTHON) -m harness diff '$(A)' '$(B)'
 
 clean:
 	rm -rf $(BUILD)/results $(BUILD)/scratch

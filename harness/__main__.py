@@ -12,9 +12,22 @@ series, in the cells of matrix.yaml's mutants: section (x86_64 unless told
 otherwise), and fails unless each is caught (harness/mutants.py).  NAME is
 a mutant's variant name (m0001-...) or its patch file name.
 
-    /usr/bin/python3 -m harness report RUN_DIR
+    /usr/bin/python3 -m harness report RUN_DIR [--baseline RUN_OR_RESULTS_JSON]
 
-writes RUN_DIR/report.html again from RUN_DIR/results.json (harness/report.py).
+writes RUN_DIR/report.html again from RUN_DIR/results.json (harness/report.py),
+with a section on what changed since the baseline if one is given.
+
+    /usr/bin/python3 -m harness scan LOG [--variant V] [--vmlinux FILE] [--json]
+
+finds the kernel splats of any console log or dmesg, names them by
+signature, matches them against a variant's known_splats and decodes their
+traces (harness/scan.py); exits 1 if one is not known.
+
+    /usr/bin/python3 -m harness diff [--json] RUN_A RUN_B
+
+says what changed from run A (or a baseline results.json) to run B: new
+failures and splats, fixed cases, cells that appeared or vanished
+(harness/rundiff.py); exits 1 if anything is new.
 
     /usr/bin/python3 -m harness merge --out DIR SHARD_DIR ...
 
@@ -54,7 +67,7 @@ import sys
 from pathlib import Path
 
 from . import (bisect, cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, results,
-               runner, subproc)
+               rundiff, runner, scan, subproc)
 from .archs import ARCHS
 from .errors import HarnessError, count_arg
 from .runner import EXIT_INFRASTRUCTURE
@@ -95,6 +108,8 @@ def main(argv: list[str]) -> int:
         rg.add_argument("--build-dir", type=Path, default=REPO / "build")
     rp = sub.add_parser("report", help="write RUN_DIR/report.html from its results.json")
     rp.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    rp.add_argument("--baseline", type=Path, default=None, help="a run directory or "
+                    "results.json: add a section on what changed since (harness/rundiff.py)")
     mg = sub.add_parser("merge", help="merge shards' run directories into one run")
     mg.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR")
     mg.add_argument("--out", type=Path, required=True, help="a new directory")
@@ -122,6 +137,16 @@ def main(argv: list[str]) -> int:
     bt.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
     bt.add_argument("--build-dir", type=Path, default=REPO / "build",
                     help="where results/ and the scratch disks go")
+    sc = sub.add_parser("scan", help="find, name and match the kernel splats of any "
+                        "console log or dmesg (exit 1: a splat not known)")
+    scan.parser_args(sc)
+    sc.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
+    df = sub.add_parser("diff", help="what changed between two runs, or a run and a baseline "
+                        "results.json (exit 1: anything new)")
+    df.add_argument("run_a", type=Path, metavar="RUN_A", help="the baseline: a run directory "
+                    "or a results.json")
+    df.add_argument("run_b", type=Path, metavar="RUN_B", help="the run judged against it")
+    df.add_argument("--json", action="store_true", help="one JSON document")
     args = parser.parse_args(argv)
     if args.command == "selftests":
         unknown = [a for a in args.archs if a not in ARCHS]
@@ -129,7 +154,7 @@ def main(argv: list[str]) -> int:
             parser.error(f"unknown arch {unknown[0]!r}; allowed: {', '.join(ARCHS)}")
     command = {"mutants": _mutants, "regressions": _mutants, "report": _report,
                "merge": _merge, "build": _build, "boot": _boot,
-               "selftests": _selftests}[args.command]
+               "selftests": _selftests, "scan": scan.main, "diff": rundiff.main}[args.command]
     # Problems are found deep down and reported once, here.
     try:
         return command(args)
@@ -148,7 +173,7 @@ def _selftests(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    print(report.write(args.run_dir))
+    print(report.write(args.run_dir, args.baseline))
     return 0
 
 

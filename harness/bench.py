@@ -101,7 +101,8 @@ MAKE_KNOBS = frozenset({
     "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "K", "ARCHS", "VARIANTS", "MODES",
     "POLICIES", "HASHES", "SETATTR", "JOBS", "MAKE_JOBS", "TIER", "ACCEL", "KERNEL_TREE",
     "EXTRA_PATCHES", "BASE", "BUILD", "BENCH_BUILD", "NO_COLD", "MUTANTS", "PROGRAMS", "REPEAT",
-    "VERSION", "GOOD", "BAD", "SPLAT", "TEST", "V", "STAGES", "PROFILE"})
+    "VERSION", "GOOD", "BAD", "SPLAT", "TEST", "V", "STAGES", "PROFILE", "LOG", "VARIANT",
+    "VMLINUX", "A", "B"})
 
 
 def loop_cell_id() -> str:

@@ -11,6 +11,8 @@ each kernel splat to its headline in a line-numbered copy of the console it is i
 console-<n>.html of a continuation boot's console-<n>.log; written for the
 consoles with splats).  Links are relative: the run directory can be moved or
 served as files.  No script: a checkbox hides passing rows with CSS alone.
+Given a baseline (`report RUN_DIR --baseline RUN_OR_RESULTS_JSON`), a section
+says what changed since (harness/rundiff.py).
 """
 from __future__ import annotations
 
@@ -283,7 +285,7 @@ _LEGEND = (
 )
 
 
-def page(doc: dict, grid: list[Row]) -> str:
+def page(doc: dict, grid: list[Row], diff: str = "") -> str:
     progs = programs(doc["cells"])
     legend = "".join(f'<span class="s-{k}" title="{_e(why)}">{k}</span>' for k, why in _LEGEND)
     head = ("<tr><th>cell</th><th>status</th>" + "".join(f'<th title="{_e(p)}">{_e(p.removesuffix("_test"))}</th>' for p in progs)
@@ -300,6 +302,7 @@ def page(doc: dict, grid: list[Row]) -> str:
 <h1>{title}</h1>
 {banner}{_meta(doc)}
 {_totals(doc)}
+{diff}
 <p class="legend">{legend} <span class="splat">splat</span> a kernel splat (links to its
 headline in the console) &nbsp; squares: passed/cases, then f failed, xp xpass, xf xfail,
 sk skipped; hover for case names</p>
@@ -341,11 +344,15 @@ def load(run_dir: Path) -> dict:
     return doc
 
 
-def write(run_dir: Path) -> Path:
+def write(run_dir: Path, baseline: Path | None = None) -> Path:
     """Writes run_dir/report.html (and the line-numbered copy of each
     console with splats) from run_dir/results.json; returns the page's
-    path."""
+    path.  Given a baseline (a run directory or results.json), the page
+    says what changed since (harness/rundiff.py)."""
     doc = load(run_dir)
+    # Imported here: rundiff reads runs through merge, which imports this.
+    from . import rundiff
+    diff = rundiff.render_html(rundiff.diff_runs(baseline, run_dir)) if baseline else ""
     grid = rows(run_dir, doc)
     for row in grid:
         marked: dict[str, set[int]] = {}
@@ -358,5 +365,5 @@ def write(run_dir: Path) -> Path:
             (d / console_page_name(name)).write_text(
                 console_page(row.cell["id"], text, lines, name))
     out = run_dir / "report.html"
-    out.write_text(page(doc, grid))
+    out.write_text(page(doc, grid, diff))
     return out
