@@ -26,7 +26,7 @@ few objects and a relink per further variant; a warm one finds every image
 stamped and builds nothing.  (ccache, the other way to share objects
 between trees, was measured on 2026-12-07 and shares next to nothing here:
 a tree at another path misses, since kbuild's command lines and debug
-info name it: see README, "Where the time goes".)
+info name it: see doc/performance.md.)
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """N shards of a run, merged, are that run.  test_data/recorded_shards/ is
 a real local proof (6 x86_64 cells from one manifest, booted once whole and
-once as --shard 1/2 and 2/2; README "Stages, shards and CI"): the shards
+once as --shard 1/2 and 2/2; doc/ci.md): the shards
 must be what partition() makes of the manifest, and harness/merge.py must
 give back the whole run, but for what two boots cannot share (each cell's
 time, where its artifacts are).  The whole run is also split anew into 1
