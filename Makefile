@@ -93,7 +93,8 @@ run: deps
 	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider -rfE \
 		harness/matrix_test.py $(matrix_args) $(PYTEST_ARGS)
 
-unit: deps
+unit:
+	$(Q)DEBDIR=$(BUILD)/debs/arm64 BUILD=$(BUILD) PYTHON=$(PYTHON) SOURCES=no sh scripts/deps.sh
 	$(Q)$(PYTHON) -m pytest $(PYTEST_VERBOSITY) -p no:cacheprovider harness/tests
 
 # make check's tier (TIER=check) is the covering tier of the kernels

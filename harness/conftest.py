@@ -180,7 +180,8 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     except Exception as e:  # noqa: BLE001 - a harness bug: still report, exit 2
         log("ERROR: the harness failed:\n" + traceback.format_exc())
         config.stash[_ERROR] = f"{type(e).__name__}: {e}"
-    if config.stash.get(_ERROR, None):
+    run = config.stash.get(_RUN, None)
+    if config.stash.get(_ERROR, None) or (run and run.meta.get("nothing_built")):
         # Said once above: no item repeats it (exit status 2, below).
         return True
 

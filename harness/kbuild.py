@@ -137,8 +137,8 @@ def extract(build: Path, tarball: Path | None = None,
     tarball = tarball or tarball_of(version)
     name = tree_name(version)
     if not tarball.is_file():
-        raise BuildError(f"{tarball} not found: install Debian's {name} "
-                         "package ('make deps')")
+        raise BuildError(f"{tarball} not found: 'make deps' installs or fetches Debian's "
+                         f"{name} (matrix.yaml sources:), or says why it cannot")
     tree = build / "src" / name
     stamp = build / "src" / f".{name}.extracted"
     st = tarball.stat()

@@ -35,7 +35,7 @@ from . import splats, subproc, timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .cases import Case
-from .errors import BuildError, ConfigError, HarnessError, read_json
+from .errors import ConfigError, HarnessError, read_json
 from .matrix import Cell, Matrix
 from .results import CellResult
 from .status import Status
@@ -172,7 +172,13 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
     def stages(rr: RunResult) -> None:
         art = build_stage(matrix, cells, repo, build, make_jobs or _cpus(), rr.timings, log)
         rr.builds = art.builds
-        nothing_to_boot(cells, art)
+        if why := nothing_to_boot(cells, art):
+            # Said once; the cells are "error" (bisect: skip this commit).
+            log(f"ERROR: {why}")
+            rr.meta["nothing_built"] = why
+            rr.cells.extend(results.error_cell(c, f"its kernel did not build: {why}")
+                            for c in cells)
+            return
         if art.trees:
             rr.meta["kernel_trees"] = art.trees
         expected_s = expected_seconds(cells, build, matrix)
@@ -183,18 +189,18 @@ def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Pat
     return _reported(build, cells, log, stages)
 
 
-def nothing_to_boot(cells: list[Cell], art: Artifacts) -> None:
-    """A BuildError, said once, when no selected cell has a kernel: a
-    configuration error in one's own tree (KERNEL_TREE=), a patch that does
-    not apply, is one error before anything boots, not an error in every
-    cell and every case of it."""
+def nothing_to_boot(cells: list[Cell], art: Artifacts) -> str:
+    """Why nothing can boot, when no selected cell has a kernel, else "":
+    a configuration error in one's own tree (KERNEL_TREE=), a patch that
+    does not apply, is one error before anything boots, not an error in
+    every cell and every case of it (conftest.py runs no item then)."""
     if not cells or not all((c.arch, c.variant) in art.broken for c in cells):
-        return
+        return ""
     why: dict[str, list[str]] = {}
     for key in dict.fromkeys((c.arch, c.variant) for c in cells):
         why.setdefault(art.broken[key], []).append("-".join(key))
-    raise BuildError("nothing to boot: no kernel of the selection was built\n" + "\n".join(
-        f"{', '.join(kernels)}: {reason}" for reason, kernels in why.items()))
+    return "nothing to boot: no kernel of the selection was built\n" + "\n".join(
+        f"{', '.join(kernels)}: {reason}" for reason, kernels in why.items())
 
 
 def boot_only(matrix: Matrix, cells: list[Cell], manifest: Manifest, build: Path, *,

@@ -31,6 +31,7 @@ CONFIG_BOOTPARAM_HUNG_TASK_PANIC, a bool before 7.2 and a count since).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -222,6 +223,20 @@ class _Apt:
         text = f"deb{keyring} {mirror_of(_machine_apt_sources())} {suite} main\n"
         if not listfile.is_file() or listfile.read_text() != text:
             listfile.write_text(text)
+        # APT_CONFIG is read before the machine's configuration, and says
+        # where that is: nowhere.  So none of apt.conf.d's hooks run (an
+        # update's Post-Invoke, docker-clean deleting the machine's caches)
+        # and no Default-Release or pin of the machine's applies; only how
+        # it reaches its mirror is kept (apt_acquire(): proxies, a
+        # registry's Check-Valid-Until).
+        (self.root / "apt.conf.d").mkdir(exist_ok=True)
+        self.conf = self.root / "apt.conf"
+        conf = (f'Dir::Etc::Parts "{self.root / "apt.conf.d"}";\n'
+                'Dir::Etc::main "/dev/null";\n'
+                'Dir::Etc::Preferences "/dev/null";\n'
+                'Dir::Etc::PreferencesParts "/dev/null";\n' + apt_acquire())
+        if not self.conf.is_file() or self.conf.read_text() != conf:
+            self.conf.write_text(conf)
         self.options = [
             "-o", f"Dir::Etc::SourceList={listfile}",
             "-o", "Dir::Etc::SourceParts=/dev/null",
@@ -236,7 +251,8 @@ class _Apt:
     def run(self, tool: str, *args: str, cwd: Path | None = None) -> str:
         try:
             proc = subprocess.run([tool, *self.options, *args], cwd=cwd, text=True,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  env={**os.environ, "APT_CONFIG": str(self.conf)})
         except FileNotFoundError:
             raise DependencyError(f"{tool} not found: make deps needs Debian's apt") from None
         if proc.returncode != 0:
@@ -244,6 +260,21 @@ class _Apt:
             raise DependencyError(f"{tool} {' '.join(args)} (Debian {self.suite}, private "
                                   f"configuration in {self.root}) failed:\n{tail}")
         return proc.stdout
+
+
+def apt_acquire(dump: str | None = None) -> str:
+    """The machine's Acquire:: settings (apt-config dump), as apt
+    configuration lines: the private configuration reaches the mirror the
+    way the machine's does (its proxies, a registry's
+    Check-Valid-Until "false"), and nothing else of the machine's applies."""
+    if dump is None:
+        try:
+            dump = subprocess.run(["apt-config", "dump"], text=True, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL).stdout
+        except FileNotFoundError:
+            dump = ""
+    return "".join(line + "\n" for line in dump.splitlines()
+                   if re.match(r'^Acquire::\S* ".*";$', line))
 
 
 def fetch(source: Source, build: Path, say=print) -> Path:
@@ -256,7 +287,14 @@ def fetch(source: Source, build: Path, say=print) -> Path:
     if not deb.is_file():
         apt = _Apt(build, str(source.suite))
         say(f"updating the package lists of Debian {source.suite} (private: {apt.root})")
-        apt.run("apt-get", "-q", "update")
+        try:
+            # --error-on=any: a mirror that cannot be reached is an error,
+            # not an empty suite (which would read as "gone from sid").
+            apt.run("apt-get", "-q", "--error-on=any", "update")
+        except DependencyError as e:
+            raise DependencyError(f"cannot read Debian {source.suite}'s package lists from "
+                                  f"{mirror_of(_machine_apt_sources())} (is the network, or "
+                                  f"the machine's proxy, there?): {e}") from None
         available = parse_madison(apt.run("apt-cache", "madison", source.package),
                                   source.package)
         if source.debian_version not in available:

@@ -68,7 +68,13 @@ build=${BUILD:-build}
 top=$(dirname "$0")/..
 sources=$(PYTHONPATH=$top "$python" -m harness.sources packages) || exit 1
 install "$(missing_of "$sources")"
-PYTHONPATH=$top "$python" -m harness.sources fetch --build-dir="$build" || exit 1
+# SOURCES=no (make unit): no kernel is built, none is fetched.  A source
+# that cannot be fetched (the suite moved on, no network) is said here and
+# fails the kernels of its version only, when they are built.
+if [ "${SOURCES:-yes}" != no ]; then
+	PYTHONPATH=$top "$python" -m harness.sources fetch --build-dir="$build" ||
+		say "the kernels of that version cannot be built until this is fixed; the others can"
+fi
 
 mkdir -p "$debdir"
 for p in $arm64_debs; do

@@ -198,8 +198,9 @@ def test_each_version_is_extracted_beside_the_others(tmp_path: Path) -> None:
     assert kbuild.tarball_of("6.12") == Path("/usr/src/linux-source-6.12.tar.xz")
     with pytest.raises(BuildError) as e:
         kbuild.extract(tmp_path / "build", tmp_path / "gone.tar.xz", version="6.13")
-    assert str(e.value) == (f"{tmp_path}/gone.tar.xz not found: install Debian's "
-                            "linux-source-6.13 package ('make deps')")
+    assert str(e.value) == (f"{tmp_path}/gone.tar.xz not found: 'make deps' installs or "
+                            "fetches Debian's linux-source-6.13 (matrix.yaml sources:), or "
+                            "says why it cannot")
 
 
 def test_each_version_takes_its_turns_in_a_workspace_of_its_own(tmp_path: Path) -> None:

@@ -183,26 +183,68 @@ def test_no_kernel_built_is_one_error(tmp_path: Path) -> None:
     cells = [matrix.Cell("x86_64", "local", mode, "builtin") for mode in matrix.MODES]
     reason = "Not all Kconfig options requested ... are in the generated .config"
     art.broken[("x86_64", "local")] = reason
-    with pytest.raises(runner.BuildError) as e:
-        runner.nothing_to_boot(cells, art)
-    assert str(e.value).count(reason) == 1
-    assert "x86_64-local: " + reason in str(e.value)
+    why = runner.nothing_to_boot(cells, art)
+    assert why.count(reason) == 1
+    assert "x86_64-local: " + reason in why
     # one kernel that built: its cells boot, the others are error cells
     cells.append(matrix.Cell("x86_64", "stock", "enforce", "builtin"))
-    runner.nothing_to_boot(cells, art)
+    assert runner.nothing_to_boot(cells, art) == ""
 
 
-def test_extra_patches_go_on_any_base(tmp_path: Path) -> None:
-    patch = tmp_path / "x.patch"
-    patch.write_text("--- a/f\n+++ b/f\n")
-    m = matrix.load(REPO / "matrix.yaml", extra_patches=[patch], base="patched-7.2")
-    extra, of = m.variants["extra"], m.variants["patched-7.2"]
-    assert (extra.series, extra.version, extra.flavor) == (of.series, "7.2", "plain")
-    assert extra.patches == (patch,) and extra.workspace
-    debug = matrix.load(REPO / "matrix.yaml", extra_patches=[patch], base="stock-7.2-debug")
-    assert (debug.variants["extra"].flavor, debug.variants["extra"].version) == ("debug", "7.2")
-    assert debug.variants["extra"].known_failures == debug.variants["stock-7.2-debug"].known_failures
-    # the default is patched, 6.1's
-    assert matrix.load(REPO / "matrix.yaml", extra_patches=[patch]).variants["extra"].version == "6.1"
-    with pytest.raises(ConfigError, match=r"BASE=patched-7\.3: no variant .* one of: stock, "):
-        matrix.load(REPO / "matrix.yaml", extra_patches=[patch], base="patched-7.3")
+def test_a_run_with_nothing_built_is_one_error_and_a_bisect_skip(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No boot, one ERROR line, every cell "error" (exit 2), and git bisect
+    run skips the commit (125) rather than stopping."""
+    from harness import bisect
+    m = matrix.load(REPO / "matrix.yaml", archs="x86_64", variants="stock-7.2",
+                    modes="enforce")
+    reason = "Not all Kconfig options requested by 7.2.config are in the generated .config"
+
+    def build_stage(matrix, cells, repo, build, make_jobs, timings, log):
+        art = runner.Artifacts()
+        for c in cells:
+            art.broken[(c.arch, c.variant)] = reason
+        return art
+
+    def no_boot(*a, **k):
+        raise AssertionError("booted")
+    monkeypatch.setattr(runner, "build_stage", build_stage)
+    monkeypatch.setattr(runner, "boot_stage", no_boot)
+    lines: list[str] = []
+    rr = runner.run(m, list(m.cells), (), REPO, tmp_path, log=lines.append)
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and errors[0].count(reason) == 1
+    assert rr.exit_status == runner.EXIT_INFRASTRUCTURE
+    assert {c.status for c in rr.cells} == {matrix_status_error()}
+    verdict = bisect.judge_file(rr.run_dir / "results.json", bisect.Target(test="open_test/*"))
+    assert verdict.code == bisect.SKIP, verdict
+
+
+def matrix_status_error():
+    from harness.status import Status
+    return Status.ERROR
+
+
+def test_the_private_apt_keeps_only_how_the_machine_reaches_its_mirror() -> None:
+    dump = ('APT::Update::Post-Invoke-Success:: "appstreamcli refresh";\n'
+            'APT::Default-Release "bookworm";\n'
+            'Acquire::Check-Valid-Until "false";\n'
+            'Acquire::http::Proxy "http://proxy.example:3128/";\n'
+            'DPkg::Post-Invoke:: "rm -f /var/cache/apt/*.bin";\n')
+    assert sources.apt_acquire(dump) == ('Acquire::Check-Valid-Until "false";\n'
+                                         'Acquire::http::Proxy "http://proxy.example:3128/";\n')
+
+
+def test_an_unreachable_mirror_is_not_a_suite_that_moved_on(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    class Offline(FakeApt):
+        def run(self, tool: str, *args: str, cwd: Path | None = None) -> str:
+            if "update" in args:
+                assert "--error-on=any" in args
+                raise DependencyError("apt-get update failed: Could not connect")
+            raise AssertionError("read the lists of a failed update")
+    monkeypatch.setattr(sources, "_Apt", Offline)
+    with pytest.raises(DependencyError) as e:
+        sources.fetch(S72, tmp_path, say=lambda _: None)
+    assert str(e.value).startswith("cannot read Debian sid's package lists from ")
+    assert "gone" not in str(e.value)
