@@ -36,6 +36,7 @@
  * examined at all, so its label stays as it was, even in fix mode, and
  * nothing is executed.  A kernel before 6.14 does not know the flag: not
  * for such a cell.
+ * Its failure is logged as userspace-enforced (type 1808).
  * Broken kernels: the bprm_creds_for_exec hook dropped (custom cells: only
  * BPRM_CHECK covers the file; the exec open of the builtin policy's
  * fowner=0 rule still denies); an execveat() that goes on to execute the
@@ -137,6 +138,36 @@ static const char *check_error(int ret)
 				       strerror(ret);
 }
 
+/*
+ * An AT_EXECVE_CHECK verdict is the interpreter's to enforce: IMA logs
+ * its failure as AUDIT_INTEGRITY_USERSPACE (type 1808), never as one the
+ * kernel enforced (1800).  Where only the check appraises the file (the
+ * custom cells: a func=BPRM_CHECK rule covers it, the exec open is not
+ * appraised), every record naming a bad file is a 1808.
+ */
+static void expect_userspace_record(struct __test_metadata *const _metadata,
+				    const struct cell *cell,
+				    struct audit_log *log, const char *path,
+				    enum ima_state state)
+{
+	char name[PATH_MAX + 8];
+
+	if (state == STATE_CORRECT || cell->policy != POLICY_CUSTOM ||
+	    !cell_appraises(cell))
+		return;
+	audit_name(path, name, sizeof(name));
+	EXPECT_TRUE(audit_has(log, name, "type=1808 "))
+	{
+		TH_LOG("no userspace-enforced (type=1808) record of %s in:\n%s",
+		       path, log->text);
+	}
+	EXPECT_FALSE(audit_has(log, name, "type=1800 "))
+	{
+		TH_LOG("a kernel-enforced (type=1800) record of %s in:\n%s",
+		       path, log->text);
+	}
+}
+
 /* true (and a skip) where the kernel predates AT_EXECVE_CHECK */
 #define NO_EXECVE_CHECK()                                                     \
 	({                                                                    \
@@ -232,6 +263,8 @@ TEST_F(exec_file, execve_check)
 			 variant->state, self->env.good);
 	expect_audited(_metadata, &self->env.cell, &self->env.log,
 		       self->env.path, variant->state);
+	expect_userspace_record(_metadata, &self->env.cell, &self->env.log,
+				self->env.path, variant->state);
 }
 
 FIXTURE(exec_script)
@@ -369,6 +402,8 @@ TEST_F(exec_script, execve_check)
 			 self->env.good);
 	expect_audited(_metadata, &self->env.cell, &self->env.log, script,
 		       variant->script);
+	expect_userspace_record(_metadata, &self->env.cell, &self->env.log,
+				script, variant->script);
 	expect_ima_kept(_metadata, self->interp, variant->interp,
 			self->interp_good);
 	expect_not_logged(_metadata, &self->env.log, self->interp, NULL);
