@@ -4,7 +4,8 @@ Each patch in kernel-patches/regressions/ breaks one behaviour and says, in
 git-style trailers of its description, what must catch it:
 
     Mutant: the final fput of a mapped file runs under mmap_lock
-    Caught-by: fput_test/*            (fnmatch over "<suite>/<case>"; one per line)
+    Caught-by: fput_test/deferred_fput.mapped_write  (a case, by its exact
+                                      "<program>/<case>" name; one per line)
     Caught-by: splat:lockdep-circular (a kernel splat of that kind)
     Exposed-in: custom-policy cells   (optional: where it shows, and why only there)
     Flavor: debug                     (optional: a race only SMP shows, a use-after-free
@@ -14,7 +15,14 @@ git-style trailers of its description, what must catch it:
 
 `make mutants` builds each on top of the base variant's series (matrix.yaml
 mutants:), boots the mutants: cells, and judges it caught when every
-Caught-by pattern matches something that failed in its cells.  A mutant
+Caught-by: was met in its cells: each case it names failed by its own
+checks (a failed ASSERT/EXPECT in its log; a crash, its own clock running
+out, no result or a kernel splat alone prove nothing of them), each
+splat: kind was reported.  A case is named exactly, never by a wildcard
+that a sibling could satisfy: every case of the suite is named by a
+mutant of every kernel version (the unit tests check it), so each is
+proven able to fail by a kernel that breaks what it tests, and `make
+mutants` prints that per-case table.  A mutant
 of another flavor is built on the base's variant of that flavor (the
 debug one: `of:` the base in matrix.yaml) and boots the cells the matrix
 gives that variant, on the mutants: section's arches.
@@ -28,7 +36,6 @@ could not be built or booted ("error") proves nothing and counts against it.
 """
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +44,7 @@ from .errors import ConfigError
 from .flavors import FLAVORS, PLAIN
 from .kbuild import DEFAULT_VERSION, read_series
 from .matrix import Variant
-from .results import NO_RESULT_PREFIX, CellResult
+from .results import CellResult, not_by_its_checks
 from .status import FAILING, Status
 
 _TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in|Flavor|Since):\s*(.*?)\s*$")
@@ -80,9 +87,15 @@ def parse(patch: Path, version: str = DEFAULT_VERSION) -> Mutant:
         if m := _TRAILER.match(line):
             fields[m.group(1)].append(m.group(2))
     if not fields["Caught-by"] or not all(fields["Caught-by"]):
-        raise ConfigError(f"{patch}: no 'Caught-by: <test pattern>' trailer in its description; "
-                          "a known-bad patch must name the tests that catch it "
+        raise ConfigError(f"{patch}: no 'Caught-by: <program>/<case>' trailer in its "
+                          "description; a known-bad patch must name the tests that catch it "
                           "(see harness/mutants.py)")
+    for pattern in fields["Caught-by"]:
+        if re.search(r"[*?\[\]]", pattern) or not re.fullmatch(r"splat:\S+|[\w-]+/\S+", pattern):
+            raise ConfigError(f"{patch}: 'Caught-by: {pattern}': name one case exactly "
+                              "(<program>/<case>, one trailer each) or a splat (splat:<kind>); "
+                              "a wildcard is met by any one case it matches, which proves "
+                              "nothing of the others")
     flavor = " ".join(fields["Flavor"]) or PLAIN
     if flavor not in FLAVORS:
         raise ConfigError(f"{patch}: 'Flavor: {flavor}' is no kernel flavor; expected one of "
@@ -138,17 +151,19 @@ class Verdict:
     variant: str
     caught: bool
     evidence: tuple[str, ...]   # per pattern: what matched it, or why not
+    met: tuple[str, ...] = ()   # the patterns met (a case: failed by its own checks)
 
 
-def failures(cells: list[CellResult]) -> list[tuple[str, str]]:
-    """(name, cell id) of every failed test and every splat the variant
-    does not expect (a known splat: its base kernel shows it too)."""
-    found = []
+def failures(cells: list[CellResult]) -> list[tuple[str, str, str | None]]:
+    """(name, cell id, why it is no proof) of every failed test and every
+    splat the variant does not expect (a known splat: its base kernel
+    shows it too).  why: None for a test that failed by its own checks and
+    for a splat; else how it failed (results.not_by_its_checks)."""
+    found: list[tuple[str, str, str | None]] = []
     for c in cells:
-        # A test with no result line (crash, timeout) proves nothing about it.
-        found += [(t.name, c.cell.id) for t in c.tests
-                  if t.status in FAILING and not t.reason.startswith(NO_RESULT_PREFIX)]
-        found += [(f"splat:{s.kind}", c.cell.id) for s in c.splats if not s.known]
+        found += [(t.name, c.cell.id, not_by_its_checks(t)) for t in c.tests
+                  if t.status in FAILING]
+        found += [(f"splat:{s.kind}", c.cell.id, None) for s in c.splats if not s.known]
     return found
 
 
@@ -170,18 +185,67 @@ def judge(variant: str, patterns: tuple[str, ...], cells: list[CellResult],
                if errors else "no cells ran")
         return Verdict(variant, False, (f"not tested: {why}",))
     failed = failures(cells)
-    evidence, caught = [], True
+    evidence, caught, met = [], True, []
     for pattern in patterns:
         if not booted(pattern, programs):
             evidence.append(f"{pattern}: not booted (PROGRAMS=)")
             continue
-        hits = [f"{name} in {cell}" for name, cell in failed if fnmatch.fnmatchcase(name, pattern)]
+        hits = [cell for name, cell, why in failed if name == pattern and why is None]
         if hits:
-            evidence.append(f"{pattern}: {hits[0]}" + (f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""))
+            met.append(pattern)
+            evidence.append(f"{pattern}: failed in {hits[0]}"
+                            + (f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""))
+            continue
+        caught = False
+        other = [(cell, why) for name, cell, why in failed if name == pattern]
+        if other:
+            evidence.append(f"{pattern}: NOT BY ITS CHECKS: in {other[0][0]}: {other[0][1]}")
         else:
-            caught = False
             evidence.append(f"{pattern}: NOTHING FAILED")
-    return Verdict(variant, caught, tuple(evidence))
+    return Verdict(variant, caught, tuple(evidence), tuple(met))
+
+
+def cases_of(version: str, case_ids: list[str], every: dict[str, list[Mutant]]) -> list[str]:
+    """The cases a kernel of version has: all but those only mutants of a
+    newer kernel's behaviour name (Since: above version: AT_EXECVE_CHECK's
+    cases, which an older kernel skips).  every: the mutants of each
+    version (matrix.yaml mutants: versions:)."""
+    newer = {p for mus in every.values() for mu in mus if not mu.runs_on(version)
+             for p in mu.caught_by}
+    mine = {p for mu in every.get(version, ()) for p in mu.caught_by}
+    return [c for c in case_ids if c not in newer or c in mine]
+
+
+def unnamed(version: str, case_ids: list[str], every: dict[str, list[Mutant]]) -> list[str]:
+    """The cases of version no mutant of version names."""
+    mine = {p for mu in every[version] for p in mu.caught_by}
+    return [c for c in cases_of(version, case_ids, every) if c not in mine]
+
+
+def case_table(case_ids: list[str], chosen: list[Mutant], verdicts: list[Verdict],
+               every: bool = True) -> str:
+    """Per case, the mutants that name it and whether it failed by its own
+    checks under each: the proof that every case can fail.  every: all the
+    version's mutants ran (else only the cases the chosen ones name are
+    listed, and a case none names is no finding)."""
+    met = {v.variant: v.met for v in verdicts}
+    naming: dict[str, list[Mutant]] = {c: [] for c in case_ids} if every else {}
+    for mu in chosen:
+        for p in mu.caught_by:
+            if not p.startswith("splat:"):
+                naming.setdefault(p, []).append(mu)
+    width = max(map(len, naming), default=0)
+    rows, unproven = [], []
+    for case, mus in naming.items():
+        marks = [f"{mu.variant.split('-', 1)[0]} {'failed' if case in met[mu.variant] else 'NOT'}"
+                 for mu in mus]
+        if not any(case in met[mu.variant] for mu in mus):
+            unproven.append(case)
+        rows.append(f"{case:<{width}}  {', '.join(marks) or 'NO MUTANT NAMES IT'}")
+    rows.append(f"cases: {len(naming) - len(unproven)} of {len(naming)} failed by their own "
+                "checks under a mutant that names them"
+                + (f"; not: {', '.join(unproven)}" if unproven else ""))
+    return "\n".join(rows)
 
 
 def report(verdicts: list[Verdict], notes: dict[str, str] | None = None) -> str:

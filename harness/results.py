@@ -156,6 +156,19 @@ def crash_of(t: TestResult) -> str | None:
     return None
 
 
+def not_by_its_checks(t: TestResult) -> str | None:
+    """Why a failed case proves nothing of its own checks (it crashed, ran
+    out of its clock, had no result, or only a kernel splat failed it), or
+    None: a failed ASSERT/EXPECT of its own is in its log."""
+    if t.reason.startswith(NO_RESULT_PREFIX):
+        return t.reason
+    if why := crash_of(t) or timed_out_of(t):
+        return why
+    if not any(_FAILED_CHECK.match(line.strip()) for line in t.log):
+        return t.reason or "no failed ASSERT/EXPECT in its log"
+    return None
+
+
 def timed_out_of(t: TestResult) -> str | None:
     """The line of the case's log that says it ran out of its own time
     (TIMED_OUT), or None."""

@@ -21,28 +21,82 @@ def evaluate(log: str, cell: Cell, timed_out: bool = False) -> results.CellResul
     return results.evaluate(cell, outcome, EXPECTED, "tcg")
 
 
+MISSING, WRONG = "exec_test/exec_file.missing_hash.execve", "exec_test/exec_file.wrong_hash.execve"
+
+
 def test_caught_by_named_tests() -> None:
     cell = evaluate("real_x86_64_skip_exec_enforce_custom_fail.log",
                     Cell("x86_64", "skip-exec-appraisal", "enforce", "custom"))
-    v = regressions.judge("skip-exec-appraisal", ("exec_test/exec_file.*_hash.execve",), [cell])
-    assert v.caught
-    assert v.evidence == ("exec_test/exec_file.*_hash.execve: exec_test/exec_file.missing_hash."
-                          "execve in x86_64-skip-exec-appraisal-enforce-custom-sha1-keep (+1 more)",)
+    v = regressions.judge("skip-exec-appraisal", (MISSING, WRONG), [cell])
+    assert v.caught and v.met == (MISSING, WRONG)
+    assert v.evidence[0] == (f"{MISSING}: failed in "
+                             "x86_64-skip-exec-appraisal-enforce-custom-sha1-keep")
+
+
+def test_each_named_case_must_fail_itself() -> None:
+    # Judged per name: a sibling's failure does not meet it.
+    cell = evaluate("real_x86_64_skip_exec_enforce_custom_fail.log",
+                    Cell("x86_64", "skip-exec-appraisal", "enforce", "custom"))
+    correct = "exec_test/exec_file.correct_hash.execve"
+    v = regressions.judge("m", (MISSING, correct), [cell])
+    assert not v.caught and v.met == (MISSING,)
+    assert v.evidence[1] == f"{correct}: NOTHING FAILED"
+
+
+@pytest.mark.parametrize("log, why", [
+    # what a crash, a kernel splat alone, or a case's missing result leaves
+    (("exec_test.c:93:execve:Expected 13 == -1", "execve: Test terminated by timeout"),
+     "execve: Test terminated by timeout"),
+    ((), "kernel splat: lockdep-circular: possible circular locking dependency detected"),
+    (("open: Test terminated by assertion",), "open: Test terminated by assertion, with no "
+     "failed ASSERT/EXPECT before it (an abort() of its own: glibc's heap checks, assert())"),
+])
+def test_a_case_that_failed_but_not_by_its_checks_proves_nothing(log: tuple[str, ...],
+                                                                 why: str) -> None:
+    cell = evaluate("real_x86_64_skip_exec_enforce_custom_fail.log",
+                    Cell("x86_64", "m", "enforce", "custom"))
+    reason = why if why.startswith("kernel splat") else ""
+    tests = tuple(dataclasses.replace(t, log=log, reason=reason) if t.name == MISSING else t
+                  for t in cell.tests)
+    v = regressions.judge("m", (MISSING,), [dataclasses.replace(cell, tests=tests)])
+    assert not v.caught and v.met == ()
+    assert v.evidence == (f"{MISSING}: NOT BY ITS CHECKS: in x86_64-m-enforce-custom-sha1-keep: "
+                          f"{why}",)
 
 
 def test_not_caught_when_a_pattern_matches_nothing() -> None:
     cell = evaluate("real_aarch64_fix_custom_pass.log", Cell("aarch64", "x", "fix", "custom"))
-    v = regressions.judge("x", ("open_test/*",), [cell])
+    v = regressions.judge("x", ("open_test/open_file.wrong_hash.read",), [cell])
     assert not v.caught
-    assert v.evidence == ("open_test/*: NOTHING FAILED",)
+    assert v.evidence == ("open_test/open_file.wrong_hash.read: NOTHING FAILED",)
     assert regressions.report([v]).endswith("mutants: 0 of 1 caught")
+
+
+def test_the_case_table_says_which_case_failed_under_which_mutant() -> None:
+    cell = evaluate("real_x86_64_skip_exec_enforce_custom_fail.log",
+                    Cell("x86_64", "m0001-x", "enforce", "custom"))
+    correct = "exec_test/exec_file.correct_hash.execve"
+    mus = [regressions.Mutant("m0001-x", REPO / "1.patch", "x", (MISSING, correct)),
+           regressions.Mutant("m0002-y", REPO / "2.patch", "y", (MISSING, "splat:bug"))]
+    verdicts = [regressions.judge(mu.variant, mu.caught_by, [cell]) for mu in mus[:1]]
+    verdicts.append(regressions.judge("m0002-y", mus[1].caught_by, []))
+    table = regressions.case_table([MISSING, WRONG, correct], mus, verdicts).splitlines()
+    assert table == [f"{MISSING}  m0001 failed, m0002 NOT",
+                     f"{WRONG:<{len(MISSING)}}  NO MUTANT NAMES IT",
+                     f"{correct:<{len(MISSING)}}  m0001 NOT",
+                     f"cases: 1 of 3 failed by their own checks under a mutant that names "
+                     f"them; not: {WRONG}, {correct}"]
+    # Some mutants only (MUTANTS=): the cases they name.
+    assert regressions.case_table([MISSING, WRONG, correct], mus[:1], verdicts[:1],
+                                  every=False).splitlines()[:2] == \
+        [f"{MISSING}  m0001 failed", f"{correct:<{len(MISSING)}}  m0001 NOT"]
 
 
 def test_a_guest_hung_at_boot_leaves_its_mutant_not_tested() -> None:
     outcome = BootOutcome((DATA / "real_x86_64_debug_hung_at_boot.log").read_text(), None, True,
                           480.0, (), not_ready=True)
     cell = results.evaluate(Cell("x86_64", "m", "fix", "builtin"), outcome, EXPECTED, "tcg")
-    v = regressions.judge("m", ("open_test/*", "splat:*"), [cell])
+    v = regressions.judge("m", ("open_test/open_file.wrong_hash.read", "splat:bug"), [cell])
     assert not v.caught
     assert v.evidence == ("not tested: guest hung at boot: its init did not begin within 480s "
                           "(last console line: [   86.224821] random: crng init done)",)
@@ -50,8 +104,8 @@ def test_a_guest_hung_at_boot_leaves_its_mutant_not_tested() -> None:
     # the host's), the hung boot is what leaves it not tested.
     clock = "the guest's clock ran ahead of the host's"
     ahead = dataclasses.replace(cell, reason=clock, problems=(clock, *cell.problems))
-    assert regressions.judge("m", ("open_test/*",), [ahead]).evidence == v.evidence
-    assert not regressions.judge("m", ("open_test/*",), [ahead]).caught
+    again = regressions.judge("m", ("open_test/open_file.wrong_hash.read", "splat:bug"), [ahead])
+    assert (again.caught, again.evidence) == (False, v.evidence)
 
 
 def test_caught_by_a_splat() -> None:
@@ -62,7 +116,7 @@ def test_caught_by_a_splat() -> None:
 
 def test_a_kernel_that_did_not_build_proves_nothing() -> None:
     cell = results.error_cell(Cell("x86_64", "v", "fix", "custom"), "0001.patch does not apply\nhunk")
-    v = regressions.judge("v", ("*",), [cell])
+    v = regressions.judge("v", ("open_test/open_file.wrong_hash.read",), [cell])
     assert not v.caught and v.evidence == ("not tested: 0001.patch does not apply",)
 
 
@@ -72,18 +126,26 @@ def test_trailers(tmp_path: Path) -> None:
     patch = tmp_path / "0012-REGRESSION-ima-accept-a-wrong-hash.patch"
     patch.write_text("From x\nSubject: [PATCH] REGRESSION\n\nprose\n\n"
                      "Mutant: a wrong hash is accepted\n"
-                     "Caught-by: open_test/*wrong_hash*\nCaught-by: splat:lockdep-circular\n"
+                     "Caught-by: open_test/open_file.wrong_hash.read\n"
+                     "Caught-by: splat:lockdep-circular\n"
                      "Exposed-in: enforce cells\nSigned-off-by: x\n---\n"
                      "+Caught-by: not/this\n")
     mu = regressions.parse(patch)
     assert mu == regressions.Mutant("m0012-ima-accept-a-wrong-hash", patch,
                                     "a wrong hash is accepted",
-                                    ("open_test/*wrong_hash*", "splat:lockdep-circular"),
+                                    ("open_test/open_file.wrong_hash.read",
+                                     "splat:lockdep-circular"),
                                     "enforce cells")
     patch.write_text("Subject: x\n\nno trailers\n---\n")
     with pytest.raises(ConfigError) as e:
         regressions.parse(patch)
-    assert str(e.value).startswith(f"{patch}: no 'Caught-by: <test pattern>' trailer")
+    assert str(e.value).startswith(f"{patch}: no 'Caught-by: <program>/<case>' trailer")
+    # A wildcard is met by any one case it matches: each case by its name.
+    patch.write_text("Subject: x\n\nCaught-by: open_test/open_file.*.read\n---\n")
+    with pytest.raises(ConfigError) as e:
+        regressions.parse(patch)
+    assert str(e.value).startswith(f"{patch}: 'Caught-by: open_test/open_file.*.read': name one "
+                                   "case exactly (<program>/<case>, one trailer each)")
 
 
 def test_shipped_mutants_parse() -> None:
@@ -92,7 +154,7 @@ def test_shipped_mutants_parse() -> None:
 
 
 def test_a_version_directory_names_its_mutants_in_a_series(tmp_path: Path) -> None:
-    body = "Subject: x\n\nCaught-by: open_test/*\n---\n"
+    body = "Subject: x\n\nCaught-by: open_test/open_file.wrong_hash.read\n---\n"
     (tmp_path / "0001-REGRESSION-ima-a.patch").write_text(body)
     (tmp_path / "0002-REGRESSION-ima-b.patch").write_text(body)
     (tmp_path / "6.12").mkdir()
@@ -145,32 +207,38 @@ def test_a_mutant_keeps_its_base_kernels_known_splats() -> None:
     assert (verdict.caught, verdict.evidence) == (False, ("splat:lockdep-circular: NOTHING FAILED",))
 
 
-def uncaught_cases(version: str) -> list[str]:
-    """The cases no mutant of version names, but those of a newer kernel:
-    named by a mutant (of any version) whose Since: is above version, whose
-    behaviour an older kernel does not have (its cases are skipped there)."""
-    import fnmatch
-
+def every_mutant() -> dict[str, list[regressions.Mutant]]:
     from harness import matrix
-    from harness.cases import expected_cases
     m = matrix.load(REPO / "matrix.yaml")
-    every = {v: regressions.discover(own["patches"], v)
-             for v, own in m.mutants["versions"].items()}
-    newer = [p for mus in every.values() for mu in mus if not mu.runs_on(version)
-             for p in mu.caught_by]
-    patterns = [p for mu in every[version] for p in mu.caught_by]
-    return [c.id for c in expected_cases(REPO / "selftests")
-            if not any(fnmatch.fnmatchcase(c.id, p) for p in patterns)
-            and not any(fnmatch.fnmatchcase(c.id, p) for p in newer)]
+    return {v: regressions.discover(own["patches"], v) for v, own in m.mutants["versions"].items()}
+
+
+def case_ids() -> list[str]:
+    from harness.cases import expected_cases
+    return [c.id for c in expected_cases(REPO / "selftests")]
+
+
+def uncaught_cases(version: str) -> list[str]:
+    return regressions.unnamed(version, case_ids(), every_mutant())
 
 
 @pytest.mark.parametrize("version", ["6.1", "6.12", "7.2"])
 def test_every_version_has_a_mutant_for_every_case(version: str) -> None:
-    # A test that cannot fail is a defect: each case must be named by a
-    # Caught-by: of that version's known-bad kernels (`make mutants
-    # VERSION=` checks it for real), but the cases of a newer kernel's
-    # behaviour (AT_EXECVE_CHECK, Since: 6.14), which an older one skips.
+    # A test that cannot fail is a defect: each case must be named, by its
+    # exact name, by a Caught-by: of that version's known-bad kernels
+    # (`make mutants VERSION=` checks it for real and prints the table),
+    # but the cases of a newer kernel's behaviour (AT_EXECVE_CHECK, Since:
+    # 6.14), which an older one skips.
     assert uncaught_cases(version) == []
+
+
+def test_every_case_a_mutant_names_exists() -> None:
+    # A misspelt Caught-by: would fail `make mutants` only after the builds.
+    ids = set(case_ids())
+    for mus in every_mutant().values():
+        for mu in mus:
+            assert [p for p in mu.caught_by if not p.startswith("splat:") and p not in ids] \
+                == [], mu.patch
 
 
 def test_a_mutant_since_a_version_runs_on_it_and_later() -> None:
@@ -217,9 +285,9 @@ def test_a_debug_mutant_is_built_on_the_debug_variant_of_its_base(tmp_path: Path
     from harness.errors import ConfigError
     from harness.matrix import load
     patch = tmp_path / "0060-REGRESSION-ima-a-race.patch"
-    patch.write_text("Subject: x\n\nMutant: a race\nCaught-by: race_test/*\nFlavor: debug\n---\n")
+    patch.write_text("Subject: x\n\nMutant: a race\nCaught-by: race_test/race.writers_close_at_once\nFlavor: debug\n---\n")
     mu = regressions.parse(patch)
-    assert (mu.flavor, mu.caught_by) == ("debug", ("race_test/*",))
+    assert (mu.flavor, mu.caught_by) == ("debug", ("race_test/race.writers_close_at_once",))
     m = load(REPO / "matrix.yaml")
     base = regressions.flavored_base(mu, m.variants["patched"], m.variants)
     assert base.name == "patched-debug"
@@ -234,7 +302,7 @@ def test_a_debug_mutant_is_built_on_the_debug_variant_of_its_base(tmp_path: Path
     assert str(e.value) == (
         "0060-REGRESSION-ima-a-race.patch: Flavor: debug, but matrix.yaml has no debug variant "
         "of 'patched'; add one (patched-debug: {of: patched, flavor: debug})")
-    patch.write_text("Subject: x\n\nCaught-by: race_test/*\nFlavor: kasan\n---\n")
+    patch.write_text("Subject: x\n\nCaught-by: race_test/race.writers_close_at_once\nFlavor: kasan\n---\n")
     with pytest.raises(ConfigError) as e:
         regressions.parse(patch)
     assert "'Flavor: kasan' is no kernel flavor; expected one of plain, debug" in str(e.value)
@@ -276,9 +344,10 @@ def test_make_mutants_refuses_bad_input_before_building(
 def test_with_programs_only_their_trailers_are_judged() -> None:
     cell = evaluate("real_x86_64_skip_exec_enforce_custom_fail.log",
                     Cell("x86_64", "skip-exec-appraisal", "enforce", "custom"))
-    v = regressions.judge("m", ("exec_test/exec_file.*_hash.execve", "open_test/*"), [cell],
+    opened = "open_test/open_file.wrong_hash.read"
+    v = regressions.judge("m", (MISSING, opened), [cell],
                           ("exec_test",))
     assert v.caught
-    assert v.evidence[1] == "open_test/*: not booted (PROGRAMS=)"
-    assert not regressions.judge("m", ("exec_test/exec_file.*_hash.execve", "open_test/*"),
+    assert v.evidence[1] == f"{opened}: not booted (PROGRAMS=)"
+    assert not regressions.judge("m", (MISSING, opened),
                                  [cell]).caught
