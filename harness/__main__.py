@@ -1,61 +1,42 @@
-"""Command-line entry points that are not the pytest matrix.
+"""python3 -m harness: every command of the harness, one command line.
 
-    /usr/bin/python3 -m harness selftests [ARCH ...]
+    /usr/bin/python3 -m harness --help            the commands, one line each
+    /usr/bin/python3 -m harness COMMAND --help    a command's options
 
-builds the guest's /selftests tree for each arch (default: all) under
-build/selftests/<arch>/, ready to copy into a guest of your own.
+The commands that select cells (run, check, build, boot, mutants, bisect,
+bisect-run, bench) take the options of harness/selection.py, defined once
+with their Make variables; `make <command>` runs `python3 -m harness
+--make-vars <command>`, which reads those variables from the environment.
+The commands that hand over to pytest, git or deps.sh are in
+harness/commands.py, the others here or in the module they name:
 
-    /usr/bin/python3 -m harness mutants [--archs A,B] [NAME ...]
+- run, check, unit: pytest over harness/matrix_test.py or harness/tests,
+  as the Makefile ran it.
+- build, boot, merge: the stages of a run for a CI engine: build the
+  chosen cells' kernels, selftests and initramfs into a relocatable
+  directory (manifest.json), boot one shard of them per machine (the same
+  balanced partition on every machine), merge the shards' run directories
+  into one run (harness/merge.py; exit 2 if they do not make one run, or a
+  shard stopped early or left a cell without a result).
+- report, diff, scan: report.html again from results.json
+  (harness/report.py); what changed between two runs (harness/rundiff.py,
+  exit 1 if anything is new); the splats of any console log or dmesg
+  (harness/scan.py, exit 1 if one is not known).
+- mutants: the known-bad kernels (mutants) of kernel-patches/regressions/
+  on top of their version's series, in the cells of matrix.yaml's
+  mutants: section; exit 1 unless each is caught (harness/mutants.py).
+- bisect, bisect-run, bisect-check: git bisect run in a kernel tree of
+  one's own; its step (harness/bisect.py: exit 0 good, 1 bad, 125 cannot
+  tell, 128 stop; scripts/bisect-run is this command for git bisect run);
+  the proof that it works (harness/bisect_check.py).
+- bench, selftests, deps: measurements (harness/bench.py); the guest's
+  /selftests tree only; scripts/deps.sh.
 
-boots every known-bad patch of kernel-patches/regressions/ on top of the
-series, in the cells of matrix.yaml's mutants: section (x86_64 unless told
-otherwise), and fails unless each is caught (harness/mutants.py).  NAME is
-a mutant's variant name (m0001-...) or its patch file name.
-
-    /usr/bin/python3 -m harness report RUN_DIR [--baseline RUN_OR_RESULTS_JSON]
-
-writes RUN_DIR/report.html again from RUN_DIR/results.json (harness/report.py),
-with a section on what changed since the baseline if one is given.
-
-    /usr/bin/python3 -m harness scan LOG [--variant V] [--vmlinux FILE] [--json]
-
-finds the kernel splats of any console log or dmesg, names them by
-signature, matches them against a variant's known_splats and decodes their
-traces (harness/scan.py); exits 1 if one is not known.
-
-    /usr/bin/python3 -m harness diff [--json] RUN_A RUN_B
-
-says what changed from run A (or a baseline results.json) to run B: new
-failures and splats, fixed cases, cells that appeared or vanished
-(harness/rundiff.py); exits 1 if anything is new.
-
-    /usr/bin/python3 -m harness merge --out DIR SHARD_DIR ...
-
-merges the run directories of shards into DIR as one run (harness/merge.py);
-exits 2 if the shards do not make one run, or if a shard stopped early or
-left a selected cell without a result (merged all the same, naming them:
-no verdict), else as that run would: 1 if a cell failed, 2 if a cell could
-not be built or booted.
-
-    /usr/bin/python3 -m harness build --out DIR [--tier T] [--archs A,B] ...
-    /usr/bin/python3 -m harness boot --manifest DIR/manifest.json [--shard i/N]
-
-are the stages of `make run` for a CI engine: build the kernels, selftests
-and initramfs of the chosen cells into DIR (relocatable: manifest.json
-names everything relative to it), then boot one shard of its cells per
-machine (the same partition on every machine: longest expected first,
-balanced), each writing build/results/<run-id>/ as `make run` does.
-
-    /usr/bin/python3 -m harness bisect-run --splat TEXT | --test CASE [--archs ...] [-k EXPR]
-
-builds the kernel tree in the current directory (or --kernel-tree) as the
-variant "local", boots the chosen cells and exits as `git bisect run`
-wants: 0 good, 1 bad, 125 cannot tell, 128 stop (harness/bisect.py);
-scripts/bisect-run is this command for `git bisect run`.
-
-Exit status: 0 every cell passed, 1 a test failed (a cell failed, timed
-out or panicked), 2 an infrastructure error (bad input, a kernel that did
-not build, a guest that could not start, an interrupted run).
+A command that needs PyYAML or pytest and runs on a python3 without them
+says so in one line (harness/needs.py).  Exit status: 0 every cell passed,
+1 a test failed (a cell failed, timed out or panicked), 2 an
+infrastructure error (bad input, a kernel that did not build, a guest that
+could not start, an interrupted run, a missing module).
 """
 from __future__ import annotations
 
@@ -64,103 +45,252 @@ import dataclasses
 import hashlib
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import (bisect, cases, initramfs, kbuild, matrix as matrix_mod, merge, mutants, report, results,
-               rundiff, runner, scan, subproc)
+from . import (bench, bisect, bisect_check, cases, commands, initramfs, kbuild, matrix as matrix_mod,
+               merge, mutants, needs, report, results, rundiff, runner, scan, selection, subproc)
 from .archs import ARCHS
-from .errors import HarnessError, count_arg
+from .errors import HarnessError
 from .runner import EXIT_INFRASTRUCTURE
 
-_AXES = ("archs", "modes", "policies", "hashes", "setattr", "variants")
-
 REPO = Path(__file__).resolve().parent.parent
+_BOTH = ("pytest", "yaml")
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str                               # its one line in --help
+    run: Callable[[argparse.Namespace], int]
+    options: Callable[[argparse.ArgumentParser], None]
+    needs: tuple[str, ...] = ("yaml",)      # harness/needs.py
+    installs: bool = False                  # installs its needs on Debian's python3
+    failure: int = EXIT_INFRASTRUCTURE      # its exit status when it cannot run
+
+
+def _commands() -> dict[str, Command]:
+    """Every command, in the order --help lists them."""
+    return {c.name: c for c in (
+        Command("run", "boot a selection of cells (default: every cell)", commands.run,
+                _run_options, _BOTH),
+        Command("check", "unit tests, bisect proof, check tier: what CI runs",
+                commands.check, _check_options, _BOTH),
+        Command("unit", "the harness's unit tests (no kernel built or booted)",
+                commands.unit, _verbose, _BOTH),
+        Command("build", "CI's build stage: chosen cells' kernels into a directory", _build,
+                _build_options),
+        Command("boot", "CI's boot stage: one shard of a build's cells", _boot,
+                _boot_options),
+        Command("merge", "CI's merge stage: the shards' run directories as one run", _merge,
+                _merge_options),
+        Command("report", "write a run's report.html again from its results.json", _report,
+                _report_options, ()),
+        Command("diff", "what changed between two runs (exit 1: anything new)", rundiff.main,
+                _diff_options, ()),
+        Command("scan", "find and name the splats of any kernel log or dmesg", scan.main,
+                _scan_options),
+        Command("mutants", "boot the known-bad kernels (mutants): each must be caught",
+                _mutants, _mutants_options),
+        Command("bisect", "git bisect your kernel tree for a splat or a failing test",
+                commands.bisect, _bisect_options, ()),
+        # Its needs are found after its command line: bisect-run --help works
+        # without pytest, and a step that cannot run stops the bisection.
+        Command("bisect-run", "one bisect step: exit 0 good, 1 bad, 125 skip, 128 stop",
+                _bisect_run, lambda p: None, (), failure=bisect.ABORT),
+        Command("bisect-check", "the bisect proof: it must find a known lockdep regression",
+                bisect_check.command, _build_dir, ()),
+        Command("bench", "measure builds, the boot floor, the matrix, the edit loop",
+                bench.command, bench.add_arguments),
+        Command("selftests", "build the guest's /selftests tree only, per arch", _selftests,
+                _selftests_options, ()),
+        Command("deps", "install missing Debian packages and kernel sources",
+                commands.deps, _deps_options, installs=True),
+    )}
+
+
+_DESCRIPTION = """\
+The IMA appraisal selftests' harness: builds Debian's kernels (and yours),
+boots them in QEMU across the matrix, judges the selftests and kernel logs."""
+_EPILOG = """\
+make <command> runs each of run, check, unit, mutants, bisect, bisect-check,
+bench, selftests, scan and diff, those that build or boot after make deps
+(scripts/deps.sh); an option's metavar in capitals is its Make variable:
+--archs ARCHS is make run ARCHS=x86_64.
+
+exit status: 0 every cell passed, 1 a test failed (a cell failed, timed out
+or panicked), 2 an infrastructure error (bad input, a kernel that did not
+build, a guest that could not start, an interrupted run, a missing module);
+bisect-run's are git bisect run's."""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Each command's help on its name's line, the longest name's too
+    (argparse measures the commands' names one indent short)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=20)
+        self._action_max_length = 18
+
+
+def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command line, and each command's own parser."""
+    top = argparse.ArgumentParser(
+        prog="python3 -m harness", epilog=_EPILOG, description=_DESCRIPTION,
+        formatter_class=_Formatter)
+    top.add_argument("--make-vars", action="store_true",
+                     help="options left out take the Make variables of the environment "
+                          "(ARCHS=, K=, ...): what make's targets run; first, before COMMAND")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                             title="commands")
+    parsers = {}
+    for c in _commands().values():
+        parsers[c.name] = sub.add_parser(c.name, help=c.help, description=c.help,
+                                         add_help=c.name != "bisect-run")
+        c.options(parsers[c.name])
+    return top, parsers
+
+
+def _verbose(p: argparse.ArgumentParser) -> None:
+    selection.add_argument(p, "-v", "--verbose", make="V", action="store_true",
+                           help="pytest -v: one line per item")
+
+
+def _run_options(p: argparse.ArgumentParser, tier: str = "default: full") -> None:
+    selection.add_options(p, selection.RUN, unset=True, notes={"tier": tier})
+    _verbose(p)
+    selection.add_argument(p, "pytest_args", make="PYTEST_ARGS", nargs="*",
+                           split=selection.pytest_args, help="more of pytest's arguments, "
+                           "after --")
+
+
+def _check_options(p: argparse.ArgumentParser) -> None:
+    _run_options(p, "default: check")
+
+
+def _build_dir(p: argparse.ArgumentParser) -> None:
+    selection.add_options(p, ("build_dir",))
+
+
+def _build_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, required=True, metavar="dir",
+                   help="the artifact directory")
+    p.add_argument("--part", default="", metavar="name", help="write manifest-PART.json (one machine's "
+                   "share of the build, e.g. its arch); boot joins every part in the directory")
+    selection.add_options(p, (*selection.AXES, "tier", "make_jobs", "matrix", "build_dir"),
+                          notes={"tier": "default: full"})
+
+
+def _boot_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--manifest", type=Path, required=True, metavar="path",
+                   help="a manifest.json, or an artifact directory (all its manifest*.json)")
+    p.add_argument("--shard", default="1/1", metavar="i/N",
+                   help="boot the i-th of N shards")
+    selection.add_options(p, ("jobs", "accel", "matrix", "build_dir"),
+                          notes={"build_dir": "where results/ and the scratch disks go"})
+
+
+def _merge_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("shards", nargs="+", type=Path, metavar="shard_dir")
+    p.add_argument("--out", type=Path, required=True, metavar="dir", help="a new directory")
+    selection.add_options(p, ("matrix",), notes={"matrix": "whose cell order the merged "
+                                                 "run has"})
+
+
+def _report_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", type=Path, metavar="run_dir")
+    p.add_argument("--baseline", type=Path, default=None, metavar="run",
+                   help="a run directory or results.json: add a section on what changed "
+                        "since (harness/rundiff.py)")
+
+
+def _diff_options(p: argparse.ArgumentParser) -> None:
+    selection.add_argument(p, "run_a", make="A", type=Path, help="the baseline: a run "
+                           "directory or a results.json")
+    selection.add_argument(p, "run_b", make="B", type=Path, help="the run judged against it")
+    p.add_argument("--json", action="store_true", help="one JSON document")
+
+
+def _scan_options(p: argparse.ArgumentParser) -> None:
+    scan.parser_args(p)
+    selection.add_options(p, ("matrix",))
+
+
+def _mutants_options(p: argparse.ArgumentParser) -> None:
+    selection.add_argument(p, "names", make="MUTANTS", nargs="*", split=selection.commas,
+                           help="mutant variant names (m0015-...), numbers (0015) or patch "
+                                "file names (default: all)")
+    selection.add_options(p, ("archs", "jobs", "matrix", "build_dir"),
+                          notes={"archs": "default: the mutants: section's"})
+    selection.add_argument(p, "--version", make="VERSION", default=None,
+                           help="the kernel version whose mutants to run (matrix.yaml "
+                                "mutants: versions:; default: that of mutants: base:)")
+    selection.add_argument(p, "--programs", make="PROGRAMS", default=None,
+                           help="comma-separated test programs, the only ones booted "
+                                "(default: all); Caught-by: trailers naming others are "
+                                "not judged")
+    selection.add_argument(p, "--repeat", make="REPEAT", type=int, default=1,
+                           help="boot the cells this many times, one run after another, "
+                                "and say in how many each mutant was caught")
+
+
+def _bisect_options(p: argparse.ArgumentParser) -> None:
+    selection.add_argument(p, "--good", make="GOOD", help="a commit without it")
+    selection.add_argument(p, "--bad", make="BAD", help="a commit with it")
+    bisect.add_target(p, required=False)
+    selection.add_options(p, selection.BISECT)
+
+
+def _selftests_options(p: argparse.ArgumentParser) -> None:
+    selection.add_argument(p, "archs", make="ARCHS", nargs="*", split=selection.commas,
+                           help=f"of {', '.join(ARCHS)} (default: all)")
+    _build_dir(p)
+
+
+def _deps_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-sources", action="store_true",
+                   help="no kernel source: what make unit needs")
+    _build_dir(p)
 
 
 def main(argv: list[str]) -> int:
+    make_vars = argv[:1] == ["--make-vars"]
+    argv = argv[make_vars:]
+    top, parsers = parser()
+    if make_vars and argv[:1] and argv[0] in parsers:
+        argv = [argv[0], *selection.make_argv(parsers[argv[0]], argv[1:], os.environ)]
     if argv[:1] == ["bisect-run"]:
         # Its own parser: its exit statuses are git bisect run's.
-        return bisect.main(argv[1:], REPO)
-    parser = argparse.ArgumentParser(prog="python3 -m harness")
-    sub = parser.add_subparsers(dest="command", required=True)
-    st = sub.add_parser("selftests", help="build build/selftests/<arch>/")
-    st.add_argument("archs", nargs="*", metavar="ARCH", help=f"one of {', '.join(ARCHS)}")
-    st.add_argument("--build-dir", type=Path, default=REPO / "build")
-    for command in ("mutants", "regressions"):
-        rg = sub.add_parser(command, help="check every known-bad patch is caught")
-        rg.add_argument("names", nargs="*", metavar="NAME",
-                        help="mutant variant names or patch file names (default: all)")
-        rg.add_argument("--archs", default=None,
-                        help="comma-separated (default: the mutants: section's)")
-        rg.add_argument("--jobs", type=count_arg("JOBS"), default=None,
-                        help="guest CPUs at once")
-        rg.add_argument("--version", default=None,
-                        help="the kernel version whose mutants to run (matrix.yaml "
-                             "mutants: versions:; default: that of mutants: base:)")
-        rg.add_argument("--programs", default=None,
-                        help="comma-separated test programs, the only ones booted "
-                             "(default: all); Caught-by: trailers naming others are "
-                             "not judged")
-        rg.add_argument("--repeat", type=int, default=1,
-                        help="boot the cells this many times, one run after another, "
-                             "and say in how many each mutant was caught")
-        rg.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
-        rg.add_argument("--build-dir", type=Path, default=REPO / "build")
-    rp = sub.add_parser("report", help="write RUN_DIR/report.html from its results.json")
-    rp.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    rp.add_argument("--baseline", type=Path, default=None, help="a run directory or "
-                    "results.json: add a section on what changed since (harness/rundiff.py)")
-    mg = sub.add_parser("merge", help="merge shards' run directories into one run")
-    mg.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR")
-    mg.add_argument("--out", type=Path, required=True, help="a new directory")
-    mg.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml",
-                    help="whose cell order the merged run has")
-    bd = sub.add_parser("build", help="build stage: kernels, selftests, initramfs into "
-                        "an artifact directory with a manifest.json")
-    bd.add_argument("--out", type=Path, required=True, help="the artifact directory")
-    bd.add_argument("--part", default="", help="write manifest-PART.json (one machine's "
-                    "share of the build, e.g. its arch); boot joins every part in the directory")
-    bd.add_argument("--tier", default="full", choices=matrix_mod.TIERS)
-    for axis in _AXES:
-        bd.add_argument(f"--{axis}", default=None, help="comma-separated, replacing the matrix's")
-    bd.add_argument("--make-jobs", type=count_arg("MAKE_JOBS"), default=None,
-                    help="make -j (default: CPUs)")
-    bd.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
-    bd.add_argument("--build-dir", type=Path, default=REPO / "build")
-    bt = sub.add_parser("boot", help="boot stage: one shard of a manifest's cells")
-    bt.add_argument("--manifest", type=Path, required=True,
-                    help="a manifest.json, or an artifact directory (all its manifest*.json)")
-    bt.add_argument("--shard", default="1/1", help="i/N: boot the i-th of N shards")
-    bt.add_argument("--jobs", type=count_arg("JOBS"), default=None,
-                    help="guest CPUs at once (default: CPUs)")
-    bt.add_argument("--accel", default="auto", choices=("auto", "tcg", "kvm"))
-    bt.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
-    bt.add_argument("--build-dir", type=Path, default=REPO / "build",
-                    help="where results/ and the scratch disks go")
-    sc = sub.add_parser("scan", help="find, name and match the kernel splats of any "
-                        "console log or dmesg (exit 1: a splat not known)")
-    scan.parser_args(sc)
-    sc.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
-    df = sub.add_parser("diff", help="what changed between two runs, or a run and a baseline "
-                        "results.json (exit 1: anything new)")
-    df.add_argument("run_a", type=Path, metavar="RUN_A", help="the baseline: a run directory "
-                    "or a results.json")
-    df.add_argument("run_b", type=Path, metavar="RUN_B", help="the run judged against it")
-    df.add_argument("--json", action="store_true", help="one JSON document")
-    args = parser.parse_args(argv)
+        return _dispatch(_commands()["bisect-run"], argparse.Namespace(argv=argv[1:]))
+    args = top.parse_args(argv)
+    args.make_vars = make_vars
     if args.command == "selftests":
         unknown = [a for a in args.archs if a not in ARCHS]
         if unknown:
-            parser.error(f"unknown arch {unknown[0]!r}; allowed: {', '.join(ARCHS)}")
-    command = {"mutants": _mutants, "regressions": _mutants, "report": _report,
-               "merge": _merge, "build": _build, "boot": _boot,
-               "selftests": _selftests, "scan": scan.main, "diff": rundiff.main}[args.command]
-    # Problems are found deep down and reported once, here.
+            top.error(f"unknown arch {unknown[0]!r}; allowed: {', '.join(ARCHS)}")
+    return _dispatch(_commands()[args.command], args)
+
+
+def _dispatch(command: Command, args: argparse.Namespace) -> int:
+    """Runs command; problems are found deep down and reported once, here."""
     try:
-        return command(args)
+        if not (command.installs and needs.debian_python()):
+            needs.require(command.name, command.needs)
+        return command.run(args)
+    except needs.MissingModule as e:
+        print(f"error: {e}", file=sys.stderr)
+    except ModuleNotFoundError as e:
+        if (missing := needs.of_error(command.name, e)) is None:
+            raise
+        print(f"error: {missing}", file=sys.stderr)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
-        return EXIT_INFRASTRUCTURE
+    return command.failure
+
+
+def _bisect_run(args: argparse.Namespace) -> int:
+    return bisect.main(args.argv, REPO)
 
 
 def _selftests(args: argparse.Namespace) -> int:
@@ -193,7 +323,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    m = matrix_mod.load(args.matrix, **{a: getattr(args, a) for a in _AXES})
+    m = matrix_mod.load(args.matrix, **{a: getattr(args, a) for a in selection.AXES})
     cells = list(matrix_mod.tier_cells(m, args.tier))
     expected = cases.expected_cases(REPO / "selftests")
     build = args.build_dir.resolve()

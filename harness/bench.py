@@ -1,6 +1,6 @@
 """`make bench`: where the time goes on this machine, measured in one run.
 
-    /usr/bin/python3 -m harness.bench [--build-dir build/bench] [--archs ...]
+    /usr/bin/python3 -m harness bench [--build-dir build/bench] [--archs ...]
         [--variants ...] [--modes ...] [--policies ...] [--hashes ...] [--setattr ...] [--no-cold]
         [--stages builds,floor,matrix,edit]
 
@@ -33,13 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import cases, kbuild, initramfs, matrix as matrix_mod, qemu, runner, subproc
+from . import cases, kbuild, initramfs, matrix as matrix_mod, qemu, runner, selection, subproc
 from .archs import ARCHS
 from .errors import HarnessError
 from .status import Status
 
 REPO = Path(__file__).resolve().parent.parent
-AXES = ("archs", "variants", "modes", "policies", "hashes", "setattr")
 # The edit loop's cell and program: a custom-policy enforce cell, where
 # open_test's verdicts are strictest.
 LOOP_CELL = dict(ARCHS="x86_64", MODES="enforce", POLICIES="custom", HASHES="sha1",
@@ -93,16 +92,18 @@ def _floor(build: Path, arch: str, variant: str) -> Floor:
     return Floor(f"{arch}-{variant}", out.line_times[at], out.duration_s)
 
 
-# The Makefile's knobs.  make hands those of its own command line (make
-# bench ARCHS=... VARIANTS=...) on to every make it starts, in MAKEFLAGS
-# and the environment: the edit loop's 'make run' must not see them (it
-# once booted bench's VARIANTS instead of the edit, and compiled nothing).
+# The Makefile's knobs: its own variables, and every Make variable a
+# command reads under --make-vars (harness/selection.py).  make hands those
+# of its own command line (make bench ARCHS=... VARIANTS=...) on to every
+# make it starts, in MAKEFLAGS and the environment: the edit loop's 'make
+# run' must not see them (it once booted bench's VARIANTS instead of the
+# edit, and compiled nothing).
 MAKE_KNOBS = frozenset({
     "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL", "K", "ARCHS", "VARIANTS", "MODES",
     "POLICIES", "HASHES", "SETATTR", "JOBS", "MAKE_JOBS", "TIER", "ACCEL", "KERNEL_TREE",
     "EXTRA_PATCHES", "BASE", "BUILD", "BENCH_BUILD", "NO_COLD", "MUTANTS", "PROGRAMS", "REPEAT",
     "VERSION", "GOOD", "BAD", "SPLAT", "TEST", "V", "STAGES", "PROFILE", "LOG", "VARIANT",
-    "VMLINUX", "A", "B"})
+    "VMLINUX", "A", "B", "PYTEST_ARGS"})
 
 
 def loop_cell_id() -> str:
@@ -153,23 +154,51 @@ def _edit_loop(build: Path, n: int) -> float:
     return secs
 
 
+def _stages(text: str) -> set[str]:
+    """--stages: a comma list of STAGES."""
+    stages = set(text.split(","))
+    if not stages <= set(STAGES):
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(sorted(stages - set(STAGES)))}: no such stage; the stages are "
+            f"{', '.join(STAGES)}")
+    return stages
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """bench's options (python3 -m harness bench, and python3 -m harness.bench)."""
+    selection.add_options(parser, (*selection.AXES, "matrix", "build_dir"),
+                          defaults={"build_dir": REPO / "build" / "bench"},
+                          notes={"build_dir": "here build/bench: the cold builds delete "
+                                 "its kernels"})
+    selection.add_argument(parser, "--no-cold", make="NO_COLD", action="store_true",
+                           help="skip the cold builds (keep what the bench directory has)")
+    selection.add_argument(parser, "--stages", make="STAGES", type=_stages,
+                           default=",".join(STAGES),
+                           help=f"comma list of the stages to run, of {', '.join(STAGES)}")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m harness.bench")
-    parser.add_argument("--build-dir", type=Path, default=REPO / "build" / "bench")
-    parser.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")
-    for axis in AXES:
-        parser.add_argument(f"--{axis}", default=None, help="comma list narrowing the matrix")
-    parser.add_argument("--no-cold", action="store_true",
-                        help="skip the cold builds (keep what the bench directory has)")
-    parser.add_argument("--stages", default=",".join(STAGES),
-                        help=f"comma list of the stages to run, of {', '.join(STAGES)}")
-    args = parser.parse_args(argv)
-    stages = set(args.stages.split(","))
-    if not stages <= set(STAGES):
-        parser.error(f"--stages: {', '.join(sorted(stages - set(STAGES)))}: no such stage; "
-                     f"the stages are {', '.join(STAGES)}")
+    add_arguments(parser)
+    return command(parser.parse_args(argv))
+
+
+def command(args: argparse.Namespace) -> int:
+    """The bench in a session of its own: a SIGTERM stops its builds, its
+    guests and its inner 'make run' too."""
+    try:
+        with subproc.session():
+            return bench(args)
+    except KeyboardInterrupt as e:
+        print(f"bench: {e or 'interrupted'}; bench.txt keeps what was measured before",
+              file=sys.stderr)
+        return 2
+
+
+def bench(args: argparse.Namespace) -> int:
+    stages = args.stages
     build = args.build_dir.resolve()
-    narrowed = {a: getattr(args, a) for a in AXES if getattr(args, a)}
+    narrowed = selection.given(args, selection.AXES)
     try:
         m = matrix_mod.load(args.matrix, **narrowed)
         kernels = list(dict.fromkeys((c.arch, c.variant) for c in m.cells))
@@ -179,8 +208,11 @@ def main(argv: list[str]) -> int:
         # and a run of some stages keeps the runs before it.
         build.mkdir(parents=True, exist_ok=True)
         out = (build / "bench.txt").open("a")
-        print(f"# make bench, {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-              f"{' '.join(argv) or 'the whole matrix'}", file=out, flush=True)
+        asked = " ".join([*(f"{k}={v}" for k, v in narrowed.items()),
+                          *(["--no-cold"] if args.no_cold else []),
+                          f"--stages={','.join(s for s in STAGES if s in stages)}"])
+        print(f"# make bench, {time.strftime('%Y-%m-%d %H:%M:%S')}: {asked}",
+              file=out, flush=True)
         say = lambda line: (print(line, flush=True), print(line, file=out, flush=True))  # noqa: E731
 
         if "builds" in stages and not args.no_cold:
@@ -238,12 +270,4 @@ def _matrix(m: matrix_mod.Matrix, narrowed: dict[str, str], floors: dict[str, Fl
 
 
 if __name__ == "__main__":
-    try:
-        # A SIGTERM stops the bench's builds, guests and inner 'make run' too.
-        with subproc.session():
-            status = main(sys.argv[1:])
-    except KeyboardInterrupt as e:
-        print(f"bench: {e or 'interrupted'}; bench.txt keeps what was measured before",
-              file=sys.stderr)
-        status = 2
-    sys.exit(status)
+    sys.exit(main(sys.argv[1:]))

@@ -28,14 +28,14 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-import pytest
-
-from . import cases, conftest, ktree, runner
-from .errors import count_arg
+from . import cases, ktree, runner, selection
 from .results import NO_RESULT_PREFIX
 from .status import Status
+
+if TYPE_CHECKING:
+    import pytest
 
 GOOD = 0
 BAD = 1
@@ -201,29 +201,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(ABORT, f"{self.prog}: error: {message} (exit {ABORT}: stops git bisect run)\n")
 
 
-_AXES = ("archs", "modes", "policies", "hashes", "setattr")
+def add_target(ap: argparse.ArgumentParser, required: bool = True) -> None:
+    """--splat or --test, one of them (make bisect's SPLAT= or TEST=)."""
+    what = ap.add_mutually_exclusive_group(required=required)
+    selection.add_argument(ap, "--splat", make="SPLAT", default="", group=what,
+                           help="bad when a splat whose title or signature contains this, or "
+                                "whose kind is this (lockdep-circular), is printed")
+    selection.add_argument(ap, "--test", make="TEST", default="", group=what,
+                           help="bad when this case fails (<program>/<case>, fnmatch pattern)")
 
 
 def parse_args(argv: list[str], repo: Path) -> argparse.Namespace:
     ap = _Parser(prog="bisect-run", description="Build the checked-out commit of a kernel "
                  "tree as variant 'local', boot the chosen cells, and exit 0 (good), 1 (bad), "
                  "125 (cannot tell) or 128 (stop) for git bisect run.")
-    ap.add_argument("--kernel-tree", type=Path, default=Path.cwd(),
-                    help="the kernel tree (default: the current directory, where git bisect "
-                         "run starts the command)")
-    what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--splat", default="", help="bad when a splat whose title or signature "
-                      "contains this, or whose kind is this (lockdep-circular), is printed")
-    what.add_argument("--test", default="", help="bad when this case fails "
-                      "(<program>/<case>, fnmatch pattern)")
-    for axis in _AXES:
-        ap.add_argument(f"--{axis}", default=None, help="comma-separated (as make run's)")
-    ap.add_argument("-k", dest="keyword", default=None,
-                    help="pytest -k expression over the matrix items (K= of make run)")
-    ap.add_argument("--jobs", type=count_arg("JOBS"), default=None, help="guest CPUs at once")
-    ap.add_argument("--make-jobs", type=count_arg("MAKE_JOBS"), default=None, help="make -j")
-    ap.add_argument("--accel", default="auto", choices=("auto", "tcg", "kvm"))
-    ap.add_argument("--build-dir", type=Path, default=repo / "build")
+    add_target(ap)
+    selection.add_options(ap, selection.BISECT, defaults={"kernel_tree": Path.cwd()},
+                          notes={"kernel_tree": "default: the current directory, where git "
+                                 "bisect run starts the command"})
     args = ap.parse_args(argv)
     tree = args.kernel_tree.expanduser().resolve()
     if problem := ktree.source_tree_problem(tree, "--kernel-tree (KERNEL_TREE=)"):
@@ -244,23 +239,23 @@ class _RunOf:
     run: runner.RunResult | None = None
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from . import conftest
         self.run = conftest.run_of(session.config)
 
 
 def main(argv: list[str], repo: Path) -> int:
     args = parse_args(argv, repo)
+    # Here, after the command line (and its --help): the judging above
+    # works without pytest.
+    import pytest
+
     target = Target(splat=args.splat, test=args.test)
     tree_id = ktree.identify(args.kernel_tree)
     what = f"{tree_id.describe} ({tree_id.commit})" if tree_id else str(args.kernel_tree)
     print(f"bisect-run: {what}: looking for {target}", flush=True)
     pytest_args = [str(repo / "harness" / "matrix_test.py"), "-q", "--tb=no",
                    "-p", "no:cacheprovider", "--tier=full", "--variants=local",
-                   f"--kernel-tree={args.kernel_tree}", f"--build-dir={args.build_dir}",
-                   f"--accel={args.accel}",
-                   *(f"--{a}={getattr(args, a)}" for a in _AXES if getattr(args, a)),
-                   *(["-k", args.keyword] if args.keyword else []),
-                   *([f"--jobs={args.jobs}"] if args.jobs else []),
-                   *([f"--make-jobs={args.make_jobs}"] if args.make_jobs else [])]
+                   *selection.forward(args, selection.BISECT)]
     grab = _RunOf()
     status = pytest.main(pytest_args, plugins=[grab])
     if grab.run is None:

@@ -3,7 +3,7 @@ a git repository made from Debian's tree with a handful of commits, one of
 them a known lockdep regression (kernel-patches/regressions/0011); `git
 bisect run scripts/bisect-run ...` must name that commit.
 
-    /usr/bin/python3 -m harness.bisect_check [--build-dir build]
+    /usr/bin/python3 -m harness bisect-check [--build-dir build]
 
 The repository is build/bisect-check/linux: a hard-linked copy of the
 pristine tree (cp -al: no space, the pristine tree is never written: every
@@ -280,7 +280,11 @@ def _recorded(build: Path, s: Step) -> list[str]:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m harness.bisect_check")
     ap.add_argument("--build-dir", type=Path, default=REPO / "build")
-    args = ap.parse_args(argv)
+    return command(ap.parse_args(argv))
+
+
+def command(args: argparse.Namespace) -> int:
+    """python3 -m harness bisect-check: 0 passed, 1 failed, 2 could not tell."""
     try:
         problems = check(args.build_dir.resolve())
     except HarnessError as e:

@@ -6,15 +6,13 @@ and only the cells that still have an item are built and booted.
 """
 from __future__ import annotations
 
-import argparse
-import os
 import traceback
 from pathlib import Path
 
 import pytest
 
-from . import cases as cases_mod, ktree, matrix as matrix_mod, runner
-from .errors import HarnessError, count_arg
+from . import cases as cases_mod, ktree, matrix as matrix_mod, runner, selection
+from .errors import HarnessError
 from .results import splat_summary, summary_table
 from .status import FAILING, Status
 
@@ -25,55 +23,18 @@ _RUN = pytest.StashKey()
 _ERROR = pytest.StashKey()
 _DESELECTED = pytest.StashKey()
 _PROGRAMS = pytest.StashKey()
-AXES = ("archs", "modes", "policies", "hashes", "setattr", "variants")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    # The options of `python3 -m harness run`, from the one table of them.
     g = parser.getgroup("ima-matrix", "IMA appraisal matrix")
-    g.addoption("--matrix", default=str(REPO / "matrix.yaml"), help="matrix file")
-    for axis in AXES:
-        g.addoption(f"--{axis}", default=None,
-                    help=f"comma-separated {axis} replacing the matrix's own")
-    g.addoption("--extra-patches", default=os.environ.get("EXTRA_PATCHES") or None,
-                help="space-separated patch files: boots variant 'extra' (BASE's series, "
-                     "default patched's, and these patches on top)")
-    g.addoption("--base", default=os.environ.get("BASE") or None,
-                help="the variant EXTRA_PATCHES go on top of (default: patched), e.g. "
-                     "patched-7.2 or stock-7.2-debug")
-    g.addoption("--tier", default=os.environ.get("TIER", "full"), choices=matrix_mod.TIERS,
-                help="full: every cell of the matrix; covering: one cell per arch x "
-                     "variant x mode x policy and more (harness/matrix.py covering_tier); "
-                     "check: the covering cells of the kernels matrix.yaml check: names "
-                     "(what `make check` boots)")
-    g.addoption("--jobs", type=count_arg("JOBS"), default=None, help="guest CPUs booted at once (default: CPUs)")
-    g.addoption("--make-jobs", type=count_arg("MAKE_JOBS"), default=None,
-                help="make -j for kernels and selftests (default: CPUs)")
-    g.addoption("--accel", default=os.environ.get("ACCEL", "auto"),
-                choices=("auto", "tcg", "kvm"), help="QEMU accelerator (default: auto)")
-    g.addoption("--profile", type=_hz, default=0, metavar="HZ",
-                help="sample each guest's vCPUs HZ times a second through QEMU's gdbstub "
-                     "into its cell's profile.txt (harness/profile.py; e.g. 200)")
-    g.addoption("--build-dir", default=str(REPO / "build"), help="build output directory")
-    g.addoption("--kernel-tree", default=os.environ.get("KERNEL_TREE") or None,
-                help="a kernel source tree of your own: boots it as variant 'local'")
-
-
-def _hz(text: str) -> int:
-    """--profile's rate: a whole number of samples a second, 1 to 1000."""
-    try:
-        hz = int(text)
-    except ValueError:
-        hz = 0
-    if not 1 <= hz <= 1000:
-        raise argparse.ArgumentTypeError(
-            f"PROFILE={text}: a rate in samples a second, 1 to 1000 (e.g. PROFILE=200)")
-    return hz
+    selection.pytest_options(g)
 
 
 def _matrix(config: pytest.Config) -> matrix_mod.Matrix:
     if _MATRIX not in config.stash:
         # Comma-separated strings: matrix.load() splits and checks them.
-        overrides = {axis: config.getoption(axis) for axis in AXES}
+        overrides = {axis: config.getoption(axis) for axis in selection.AXES}
         tree = config.getoption("kernel_tree")
         extra = (config.getoption("extra_patches") or "").split()
         if tree and (problem := ktree.source_tree_problem(Path(tree).expanduser().resolve(),
@@ -100,7 +61,8 @@ def _cells(config: pytest.Config) -> tuple[matrix_mod.Cell, ...]:
 def pytest_configure(config: pytest.Config) -> None:
     # Validate matrix.yaml and the selftest sources up front, so a mistake is
     # one clear line ("ERROR: matrix.yaml: ...") instead of a collection error.
-    if any("matrix_test" in arg for arg in config.args):
+    # (pytest --help configures before it has args.)
+    if any("matrix_test" in arg for arg in getattr(config, "args", ())):
         _matrix(config)
         _cells(config)
         _expected(config)

@@ -58,8 +58,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from . import sources as sources_mod
 from .archs import ARCHS
 from .errors import ConfigError
@@ -276,6 +274,11 @@ def positive_int(value: Any, where: str, error: type[Exception] = ConfigError) -
 
 
 def _read(path: Path) -> Any:
+    # Here, not at the top: the command line (its --help, its tiers) works
+    # without PyYAML, and a command that reads the matrix says it is missing
+    # (harness/needs.py).
+    import yaml
+
     try:
         text = path.read_text()
     except OSError as e:

@@ -41,6 +41,7 @@ from pathlib import Path
 from . import matrix as matrix_mod, qemu, results
 from .errors import HarnessError
 from .ktap import PRINTK_TIMESTAMP
+from .selection import add_argument
 from .splats import Splat, Symbols
 
 
@@ -266,19 +267,21 @@ def main(args) -> int:
 
 
 def parser_args(sp) -> None:
-    """scan's options on its argparse subparser sp."""
-    sp.add_argument("log", metavar="LOG", help="console log, dmesg, kern.log or "
-                    "journalctl -k output; - for standard input")
-    sp.add_argument("--variant", default=None, help="match splats against this matrix.yaml "
-                    "variant's known_splats")
-    sp.add_argument("--arch", default=None, help="the log's arch, for known_splats' cells: "
+    """scan's options on its argparse subparser sp (a metavar in capitals
+    is the Make variable of make scan)."""
+    add_argument(sp, "log", make="LOG", help="console log, dmesg, kern.log or "
+                 "journalctl -k output; - for standard input")
+    add_argument(sp, "--variant", make="VARIANT", default=None,
+                 help="match splats against this matrix.yaml variant's known_splats")
+    sp.add_argument("--arch", default=None, metavar="arch", help="the log's arch, for known_splats' cells: "
                     "(default: any)")
-    sp.add_argument("--vmlinux", type=Path, default=None,
-                    help="decode each splat's trace against this vmlinux")
-    sp.add_argument("--tree", type=Path, default=None, help="the source tree vmlinux was "
-                    "built from (scripts/decode_stacktrace.sh; default: vmlinux's directory)")
-    sp.add_argument("--build", type=Path, default=None,
+    add_argument(sp, "--vmlinux", make="VMLINUX", type=Path, default=None,
+                 help="decode each splat's trace against this vmlinux")
+    add_argument(sp, "--tree", make="KERNEL_TREE", type=Path, default=None,
+                 help="the source tree vmlinux was built from "
+                      "(scripts/decode_stacktrace.sh; default: vmlinux's directory)")
+    sp.add_argument("--build", type=Path, default=None, metavar="dir",
                     help="its build (O=) directory (default: vmlinux's directory)")
-    sp.add_argument("--cross-compile", default="", help="binutils prefix for another "
-                    "arch's vmlinux (aarch64-linux-gnu-)")
+    sp.add_argument("--cross-compile", default="", metavar="prefix",
+                    help="binutils prefix for another arch's vmlinux (aarch64-linux-gnu-)")
     sp.add_argument("--json", action="store_true", help="one JSON document")
