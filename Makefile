@@ -1,6 +1,7 @@
 # IMA appraisal selftests and their QEMU matrix.  'make help' lists targets.
 #
-#   make run                 build what changed, boot the whole matrix
+#   make run                 build what changed, boot the check tier (it says what it leaves out)
+#   make run TIER=full       ... every cell of the matrix
 #   make check               unit tests, the bisect proof, the check tier (CI)
 #   make run K='aarch64 and enforce and exec'      pytest -k selection
 #   make run VARIANTS=patched HASHES=sha256        narrow any axis (comma lists)

@@ -11,7 +11,8 @@ The commands that hand over to pytest, git or deps.sh are in
 harness/commands.py, the others here or in the module they name:
 
 - run, check, unit: pytest over harness/matrix_test.py or harness/tests,
-  as the Makefile ran it.
+  as the Makefile ran it; a run given no selection boots the check tier
+  and says first what it leaves out (selection.plain_run()).
 - build, boot, merge: the stages of a run for a CI engine: build the
   chosen cells' kernels, selftests and initramfs into a relocatable
   directory (manifest.json), boot one shard of them per machine (the same
@@ -73,7 +74,7 @@ class Command:
 def _commands() -> dict[str, Command]:
     """Every command, in the order --help lists them."""
     return {c.name: c for c in (
-        Command("run", "boot a selection of cells (default: every cell)", commands.run,
+        Command("run", "boot a selection of cells (none: the check tier)", commands.run,
                 _run_options, _BOTH),
         Command("check", "unit tests, bisect proof, check tier: what CI runs",
                 commands.check, _check_options, _BOTH),
@@ -157,7 +158,8 @@ def _verbose(p: argparse.ArgumentParser) -> None:
                            help="pytest -v: one line per item")
 
 
-def _run_options(p: argparse.ArgumentParser, tier: str = "default: full") -> None:
+def _run_options(p: argparse.ArgumentParser, tier: str = "default: check given no other "
+                 "selection, else full") -> None:
     selection.add_options(p, selection.RUN, unset=True, notes={"tier": tier})
     _verbose(p)
     selection.add_argument(p, "pytest_args", make="PYTEST_ARGS", nargs="*",

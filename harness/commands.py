@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import selection, subproc
+from . import matrix as matrix_mod, selection, subproc
 from .errors import HarnessError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,6 +39,15 @@ def run_argv(args: argparse.Namespace) -> list[str]:
             *args.pytest_args]
 
 
+def plain(args: argparse.Namespace) -> bool:
+    """Whether a run was given no selection at all: no option of
+    selection.CELLS, and no pytest argument that selects (-k, -m,
+    --deselect, a test id)."""
+    selecting = ("-k", "-m", "--deselect")
+    return not selection.given(args, selection.SELECTING) and not any(
+        a.startswith(selecting) or "::" in a or a.endswith(".py") for a in args.pytest_args)
+
+
 def _exec(argv: list[str]) -> int:
     """Becomes argv, in REPO (where make ran it)."""
     sys.stdout.flush()
@@ -49,6 +58,12 @@ def _exec(argv: list[str]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    """make run: a run given no selection boots the check tier, and says
+    first what it boots, what it leaves out and how to run everything."""
+    if plain(args):
+        m = matrix_mod.load(args.matrix or selection.OPTIONS["matrix"].default)
+        print(selection.plain_run(m, args.make_vars) + "\n", flush=True)
+        args.tier = selection.PLAIN_TIER
     return _exec(run_argv(args))
 
 

@@ -12,14 +12,17 @@ harness/matrix_test.py` takes the same ones.  The Makefile passes none of
 them: its targets run `python3 -m harness --make-vars <command>`, and
 make_argv() turns the Make variables of make's command line (make exports
 them to its recipes) into options.  Each option's metavar is its Make
-variable, so --help says both spellings.  Nothing here needs PyYAML or
-pytest.
+variable, so --help says both spellings.
+
+plain_run() is what a run given no selection boots, and the paragraph
+that says so.  Nothing here needs PyYAML or pytest.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shlex
+import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,7 @@ from typing import Any
 from . import matrix as matrix_mod
 from .archs import ARCHS
 from .errors import count_arg
+from .flavors import PLAIN
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -233,3 +237,64 @@ def pytest_args(value: str) -> list[str]:
     """PYTEST_ARGS=: split as the shell splits a make recipe's line."""
     return shlex.split(value)
 
+
+# ---- a run given no selection --------------------------------------------------
+
+PLAIN_TIER = "check"
+
+
+def _kernels(cells: Iterable[matrix_mod.Cell]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys((c.arch, c.variant) for c in cells))
+
+
+def _builds(m: matrix_mod.Matrix, cells: Iterable[matrix_mod.Cell]) -> int:
+    """Cold kernel builds: one per arch, version and flavor (the variants of
+    one take turns in its workspace)."""
+    return len({(c.arch, m.variants[c.variant].version, m.variants[c.variant].flavor)
+                for c in cells})
+
+
+def _names(m: matrix_mod.Matrix, variants: list[str]) -> str:
+    """'stock-6.12, patched-6.12 and 6 debug variants': more than two of a
+    flavor other than plain are counted, not named."""
+    by_flavor: dict[str, list[str]] = {}
+    for v in variants:
+        by_flavor.setdefault(m.variants[v].flavor, []).append(v)
+    names = []
+    for flavor, of in by_flavor.items():
+        names += of if flavor == PLAIN or len(of) <= 2 else [f"{len(of)} {flavor} variants"]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+
+def _kernel_list(m: matrix_mod.Matrix, kernels: list[tuple[str, str]]) -> str:
+    """'stock and patched on x86_64 and aarch64; stock-7.2 on x86_64'."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for variant in dict.fromkeys(v for _, v in kernels):
+        groups.setdefault(tuple(a for a in ARCHS if (a, variant) in kernels), []).append(variant)
+    return "; ".join(f"{_names(m, vs)} on {' and '.join(archs)}" for archs, vs in groups.items())
+
+
+def plain_run(m: matrix_mod.Matrix, make: bool) -> str:
+    """What a run given no selection boots (the check tier of m: the
+    covering cells of the kernels its check: section names), what it leaves
+    out, and how to run everything; make: spelled as make's variables."""
+    chosen = matrix_mod.tier_cells(m, PLAIN_TIER)
+    kernels = _kernels(chosen)
+    mine = set(kernels)
+    others = [k for k in _kernels(m.cells) if k not in mine]
+    more = sum((c.arch, c.variant) in mine for c in m.cells) - len(chosen)
+    elsewhere = sum((c.arch, c.variant) not in mine for c in m.cells)
+    run, full, some = (("make run", "make run TIER=full", "VARIANTS=, ARCHS=, K=, TIER=")
+                       if make else ("python3 -m harness run", "python3 -m harness run "
+                                     "--tier full", "--variants, --archs, -k, --tier"))
+    whose = f"the kernels {m.path.name}'s check: names" if m.check else "every kernel"
+    text = (f"{run} with no selection: the check tier, the covering cells of {whose}, "
+            f"{len(chosen)} cells of {len(kernels)} kernels ({_kernel_list(m, kernels)}), "
+            f"{_builds(m, chosen)} cold kernel builds the first time.  Left out: {more} "
+            "more cells of these kernels (their full tier)")
+    if others:
+        text += (f" and {elsewhere} cells of {len(others)} other kernels "
+                 f"({_kernel_list(m, others)})")
+    text += (f".  Everything, {len(m.cells)} cells and {_builds(m, m.cells)} cold builds: "
+             f"{full}; any selection ({some}, ...) replaces this default.")
+    return textwrap.fill(text, 78, break_on_hyphens=False)

@@ -1,7 +1,8 @@
 """python3 -m harness: one command line (harness/__main__.py), one set of
-selection options with their Make variables (harness/selection.py), and a
-python3 without PyYAML or pytest (harness/needs.py).  Nothing is built or
-booted: the programs a command hands over to are caught, not run."""
+selection options with their Make variables (harness/selection.py), what a
+run given no selection boots, and a python3 without PyYAML or pytest
+(harness/needs.py).  Nothing is built or booted: the programs a command
+hands over to are caught, not run."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import __main__ as cli, commands, needs, selection, subproc
+from harness import __main__ as cli, commands, matrix, needs, selection, subproc
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).parent / "test_data" / "run-x86_64"
@@ -151,12 +152,69 @@ def test_pytest_takes_them() -> None:
 
 # ---- a run given no selection ---------------------------------------------------
 
+PLAIN_MAKE_RUN = """\
+make run with no selection: the check tier, the covering cells of the kernels
+matrix.yaml's check: names, 60 cells of 6 kernels (stock and patched on x86_64
+and aarch64; stock-7.2 and patched-7.2 on x86_64), 3 cold kernel builds the
+first time.  Left out: 96 more cells of these kernels (their full tier) and
+180 cells of 18 other kernels (stock-6.12, patched-6.12 and 6 debug variants
+on x86_64 and aarch64; stock-7.2 and patched-7.2 on aarch64).  Everything, 336
+cells and 12 cold builds: make run TIER=full; any selection (VARIANTS=,
+ARCHS=, K=, TIER=, ...) replaces this default."""
+
+
 @pytest.fixture
 def execs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """What commands would become (exec), instead of becoming it."""
     became: list[list[str]] = []
     monkeypatch.setattr(commands, "_exec", lambda argv: became.append(argv) or 0)
     return became
+
+
+def test_a_plain_make_run_boots_the_check_tier_and_says_so_first(execs, capsys) -> None:
+    assert cli.main(["--make-vars", "run"]) == 0
+    assert capsys.readouterr().out == PLAIN_MAKE_RUN + "\n\n"
+    assert execs == [[sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE",
+                      "harness/matrix_test.py", "--tier=check"]]
+    assert len(matrix.check_tier(matrix.load(REPO / "matrix.yaml"))) == 60
+
+
+def test_the_word_that_runs_everything_boots_every_cell(execs, capsys) -> None:
+    assert cli.main(["run", "--tier", "full"]) == 0
+    assert capsys.readouterr().out == ""
+    assert execs[0][-1] == "--tier=full"
+    m = matrix.load(REPO / "matrix.yaml")
+    assert matrix.tier_cells(m, "full") == m.cells
+
+
+@pytest.mark.parametrize("argv", [["--variants=stock-7.2"], ["-k", "open_test"],
+                                  ["--kernel-tree=/src/linux"], ["--", "-k", "x86_64"],
+                                  ["--extra-patches=a.patch"], ["--tier=covering"]])
+def test_any_selection_keeps_its_own_meaning(execs, capsys, argv) -> None:
+    assert cli.main(["run", *argv]) == 0
+    assert capsys.readouterr().out == ""
+    # No --tier unless given: pytest's own default (full), as before.
+    assert not any(a.startswith("--tier") for a in execs[0]) or "--tier=covering" in argv
+
+
+def test_options_that_select_nothing_keep_the_default(execs, capsys) -> None:
+    assert cli.main(["run", "--jobs=1", "--accel=tcg", "--", "-x"]) == 0
+    assert capsys.readouterr().out.startswith("python3 -m harness run with no selection: ")
+    assert execs[0][-4:] == ["--tier=check", "--jobs=1", "--accel=tcg", "-x"]
+
+
+def test_the_plain_run_of_a_matrix_without_check_is_every_kernels_covering_tier(
+        tmp_path: Path) -> None:
+    text = (REPO / "matrix.yaml").read_text()
+    path = tmp_path / "matrix.yaml"
+    path.write_text(text[:text.index("\ncheck:")] + text[text.index("\ntimeout:"):])
+    for name in ("kernel-patches",):
+        (tmp_path / name).symlink_to(REPO / name)
+    said = selection.plain_run(matrix.load(path), make=False)
+    assert " ".join(said.split()).startswith(
+        "python3 -m harness run with no selection: the check tier, the covering cells of "
+        "every kernel, 144 cells of 24 kernels")
+    assert "other kernels" not in said and "python3 -m harness run --tier full" in said
 
 
 # ---- check, unit, bisect, deps ---------------------------------------------------
