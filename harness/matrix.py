@@ -81,7 +81,7 @@ DEFAULT_BOOT_TIMEOUT = 120
 DEFAULT_MEMORY = 512
 
 _TOP_KEYS = ("variants", "matrix", "mutants", "check", "timeout", "boot_timeout", "memory",
-             "sources")
+             "sources", "skips")
 # A check: entry: which kernels' covering cells `make check` boots.
 _CHECK_KEYS = ("variants", "archs")
 # matrix axis -> what one value is called (and its key in an exclusion or a
@@ -96,8 +96,9 @@ _MUTANT_KEYS = ("patches", "base", "versions", *(a for a in _AXES if a != "varia
 _MUTANT_VERSION_KEYS = ("patches", "base")
 _VARIANT_KEYS = ("series", "version", "tree", "note", "known_failures", "known_splats",
                  "flavor", "of")
-_KNOWN_FAILURE_KEYS = ("tests", "cells", "reason", "racy")
+_KNOWN_FAILURE_KEYS = ("tests", "cells", "reason", "racy", "failing")
 _KNOWN_SPLAT_KEYS = ("signature", "cells", "reason", "at_boot")
+_SKIP_KEYS = ("tests", "cells", "before", "reason")
 # The variants --kernel-tree / KERNEL_TREE= and --extra-patches / EXTRA_PATCHES= add.
 LOCAL_VARIANT = "local"
 EXTRA_VARIANT = "extra"
@@ -126,7 +127,20 @@ class Cell:
                                       HASHES[self.hash], SETATTR[self.setattr])))
 
 
-class RacyReason(str):
+class KnownReason(str):
+    """The reason of a known failure, with the check it fails by: failing,
+    a regular expression every failed-check line of the case's log must
+    match ("" for none given), so that the same case failing by another
+    check is a failure of the cell, not this known one."""
+    failing = ""
+
+    def __new__(cls, reason: str, failing: str = "") -> "KnownReason":
+        self = super().__new__(cls, reason)
+        self.failing = failing
+        return self
+
+
+class RacyReason(KnownReason):
     """The reason of a known failure that is a race (racy: true): the test
     fails when its racers hit the window, and a pass, when they did not,
     is no unexpected pass."""
@@ -138,10 +152,30 @@ class KnownFailure:
     cells: tuple[tuple[str, tuple[str, ...]], ...]   # (cell field, allowed values)
     reason: str
     racy: bool = False
+    failing: str = ""       # the check it fails by (see KnownReason)
 
     def applies(self, cell: Cell, test: str) -> bool:
         return (all(getattr(cell, key) in values for key, values in self.cells)
                 and any(fnmatch.fnmatchcase(test, p) for p in self.tests))
+
+
+@dataclass(frozen=True)
+class ExpectedSkip:
+    """Cases that skip themselves ("not for this cell: ...") in some cells:
+    those cells:, on kernels older than before: (a version; "" for any)."""
+    tests: tuple[str, ...]                      # exact "<suite>/<case>" names
+    cells: tuple[tuple[str, tuple[str, ...]], ...]
+    reason: str
+    before: str = ""
+
+    def applies(self, cell: Cell, version: str, test: str) -> bool:
+        return (test in self.tests
+                and all(getattr(cell, key) in values for key, values in self.cells)
+                and (not self.before or _version_key(version) < _version_key(self.before)))
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
 
 
 @dataclass(frozen=True)
@@ -178,6 +212,11 @@ class Variant:
     version: str = DEFAULT_VERSION
     # How its kernels are configured and booted (harness/flavors.py).
     flavor: str = PLAIN
+    # The matrix's skips: (the same for every variant; judged by version).
+    skips: tuple[ExpectedSkip, ...] = ()
+    # A tree of one's own: its Makefile's version (version: is the nearest
+    # of sources:, which configures it); "": version.
+    own_version: str = ""
 
     def known_splat(self, cell: Cell, signature: str, at_boot: bool = False) -> str | None:
         """Why a splat of this signature is expected in cell, or None;
@@ -185,10 +224,16 @@ class Variant:
         return next((k.reason for k in self.known_splats
                      if k.applies(cell, signature, at_boot)), None)
 
+    def expected_skip(self, cell: Cell, test: str) -> str | None:
+        """Why test skips itself in cell on this kernel (the matrix's
+        skips:), or None: it must run."""
+        version = self.own_version or self.version
+        return next((k.reason for k in self.skips if k.applies(cell, version, test)), None)
+
     def expected_failure(self, cell: Cell, test: str) -> str | None:
         """Why test is expected to fail in cell on this kernel, or None (a
         RacyReason when it fails only if a race is hit)."""
-        return next((RacyReason(k.reason) if k.racy else k.reason
+        return next(((RacyReason if k.racy else KnownReason)(k.reason, k.failing)
                      for k in self.known_failures if k.applies(cell, test)), None)
 
 
@@ -329,11 +374,40 @@ def _known_failures(value: Any, where: str) -> tuple[KnownFailure, ...]:
     out = []
     for i, (entry, cells, reason) in enumerate(
             _known_entries(value, where, _KNOWN_FAILURE_KEYS, "tests")):
+        tests = _strings(entry["tests"], f"{where}[{i}].tests", "test-name patterns")
         racy = entry.get("racy", False)
         if not isinstance(racy, bool):
             raise ConfigError(f"{where}[{i}].racy: expected true or false, found {racy!r}")
-        out.append(KnownFailure(_strings(entry["tests"], f"{where}[{i}].tests",
-                                         "test-name patterns"), cells, reason, racy))
+        if racy and not cells:
+            raise ConfigError(f"{where}[{i}]: a racy entry needs cells: (where its race was "
+                              "seen or can be hit); without them it excuses the test everywhere")
+        failing = entry.get("failing")
+        if not isinstance(failing, str) or not failing:
+            raise ConfigError(f"{where}[{i}]: missing failing: (a regular expression of the "
+                              "check it fails by, matched against the case's failed-check "
+                              "lines '<file>:<line>:<test>:Expected ...'); without it any "
+                              "failure of the case would pass for this one")
+        try:
+            re.compile(failing)
+        except re.error as e:
+            raise ConfigError(f"{where}[{i}].failing: {failing!r} is no regular expression: "
+                              f"{e}") from e
+        out.append(KnownFailure(tests, cells, reason, racy, failing))
+    return tuple(out)
+
+
+def _skips(value: Any, where: str) -> tuple[ExpectedSkip, ...]:
+    out = []
+    for i, (entry, cells, reason) in enumerate(
+            _known_entries(value, where, _SKIP_KEYS, "tests")):
+        tests = _strings(entry["tests"], f"{where}[{i}].tests", "exact test names")
+        if wild := [t for t in tests if set(t) & set("*?[")]:
+            raise ConfigError(f"{where}[{i}].tests: {wild[0]!r}: name each case exactly")
+        before = entry.get("before", "")
+        if before and not (isinstance(before, str) and re.fullmatch(r"\d+\.\d+", before)):
+            raise ConfigError(f"{where}[{i}].before: expected a kernel version such as \"6.14\", "
+                              f"found {before!r}")
+        out.append(ExpectedSkip(tests, cells, reason, before))
     return tuple(out)
 
 
@@ -526,6 +600,8 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
         if key not in top:
             raise ConfigError(f"{name}: missing key {key!r}; required: variants, matrix")
     defined = _variants(top["variants"], f"{name}: variants", path.parent)
+    skips = _skips(top.get("skips", []), f"{name}: skips")
+    defined = {n: dataclasses.replace(v, skips=skips) for n, v in defined.items()}
     sources = _sources(top, path, tuple(v.version for v in defined.values()))
     for v in defined.values():
         if v.tree is None and v.version not in sources:
@@ -538,7 +614,7 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
         own = sources_mod.version_of_tree(kernel_tree)
         defined[LOCAL_VARIANT] = Variant(
             LOCAL_VARIANT, None, f"kernel tree {kernel_tree}", kernel_tree,
-            version=sources_mod.nearest(sources, own).version)
+            version=sources_mod.nearest(sources, own).version, skips=skips, own_version=own or "")
         if variants is None:
             variants = [LOCAL_VARIANT]
     extra = tuple(extra_patches or ())

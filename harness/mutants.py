@@ -143,7 +143,7 @@ def as_variant(mutant: Mutant, base: Variant) -> Variant:
     return Variant(mutant.variant, base.series, mutant.summary or mutant.patch.name,
                    base.tree, base.known_failures, patches=(*base.patches, mutant.patch),
                    workspace=True, catches=mutant.caught_by, known_splats=base.known_splats,
-                   version=base.version, flavor=base.flavor)
+                   version=base.version, flavor=base.flavor, skips=base.skips)
 
 
 @dataclass(frozen=True)

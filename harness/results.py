@@ -169,6 +169,43 @@ def not_by_its_checks(t: TestResult) -> str | None:
     return None
 
 
+def _other_check(t: TestResult, failing: str) -> str | None:
+    """The first failed-check line of t's log that failing (a known
+    failure's pattern, matrix.KnownReason) does not match, or "no failed
+    check in its log" if it has none; None if all match or failing is
+    empty."""
+    if not failing:
+        return None
+    checks = [line.strip() for line in t.log if _FAILED_CHECK.match(line.strip())]
+    if not checks:
+        return "no failed check in its log"
+    return next((c for c in checks if not re.search(failing, c)), None)
+
+
+# expected_skip(test name): why it skips itself in the cell, or None.
+SkipCheck = Callable[[str], "str | None"]
+
+
+def _judge_skip(t: TestResult, why: str | None) -> TestResult:
+    """t judged against the skips the matrix expects of it in its cell (why:
+    the reason, None if it must run): a skip after a failed check, a skip
+    where it must run, and a run where it must skip each fail it."""
+    if t.status == Status.SKIP:
+        if check := next((line.strip() for line in t.log
+                          if _FAILED_CHECK.match(line.strip())), None):
+            return TestResult(t.name, Status.FAIL, f"skipped after a failed check: {check} "
+                              f"(skip: {t.reason})", t.log)
+        if why is None:
+            return TestResult(t.name, Status.FAIL, f"skipped where it must run ({t.reason}); "
+                              "matrix.yaml skips: expects no skip of it in this cell", t.log)
+        return t
+    if why is not None and t.status in (Status.PASS, Status.XPASS):
+        return TestResult(t.name, Status.FAIL, f"ran where it must skip itself: {why} "
+                          "(matrix.yaml skips:); its skip condition, or the entry, is wrong",
+                          t.log)
+    return t
+
+
 def timed_out_of(t: TestResult) -> str | None:
     """The line of the case's log that says it ran out of its own time
     (TIMED_OUT), or None."""
@@ -193,6 +230,10 @@ def _expect(t: TestResult, why: str | None, missing: bool) -> TestResult:
             return TestResult(t.name, Status.FAIL, f"timed out by its own clock: {late} (a "
                               "known failure of this kernel, but it must fail by its checks, "
                               f"not by running out of time: {why})", t.log)
+        if other := _other_check(t, getattr(why, "failing", "")):
+            return TestResult(t.name, Status.FAIL, f"failed by another check than its known "
+                              f"failure's: {other} (known to fail by /{why.failing}/: {why})",
+                              t.log)
         return TestResult(t.name, Status.XFAIL, f"known failure: {why} (failed: {t.reason})"
                           if t.reason else f"known failure: {why}", t.log)
     if t.status == Status.PASS and isinstance(why, RacyReason):
@@ -261,11 +302,12 @@ def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel
              known: Callable[[str], str | None] = lambda name: None,
              known_splat: KnownSplatCheck = lambda signature, at_boot: None,
              missing_coverage: Callable[[str], list[str]] = lambda console: [],
+             expected_skip: SkipCheck | None = None,
              ) -> CellResult:
     """One boot that ran every program of expected."""
     programs = tuple(dict.fromkeys(c.suite for c in expected))
     return evaluate_boots(cell, [Boot(outcome, programs)], expected, accel, artifacts, known,
-                          known_splat, missing_coverage)
+                          known_splat, missing_coverage, expected_skip)
 
 
 def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], accel: str,
@@ -273,6 +315,7 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
                    known: Callable[[str], str | None] = lambda name: None,
                    known_splat: KnownSplatCheck = lambda signature, at_boot: None,
                    missing_coverage: Callable[[str], list[str]] = lambda console: [],
+                   expected_skip: SkipCheck | None = None,
                    ) -> CellResult:
     """The cell's verdict from its boots: the first, then its continuation
     boots, each running the programs the one before lost lockdep (or
@@ -285,13 +328,16 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
     program started): such a splat fails neither the cell nor its test.
     missing_coverage(console) names the detectors of the cell's flavor
     (harness/flavors.py) a boot's console does not show running: each
-    fails the cell."""
+    fails the cell.  expected_skip(test name) says why that test skips
+    itself in this cell (matrix.Variant.expected_skip), or None: it must
+    run (see _judge_skip); without it, skips are not judged case by case.
+    """
     seen = [_read_boot(b, known_splat) for b in boots]
     runs: dict[str, list[tuple[int, str, TestResult]]] = {}
     problems: list[str] = []
     for n, sv in enumerate(seen, 1):
         mine = tuple(c for c in expected if c.suite in sv.boot.programs)
-        boot_tests = _tests(sv, mine, known)
+        boot_tests = _tests(sv, mine, known, expected_skip)
         for t in boot_tests:
             runs.setdefault(t.name, []).append((n, sv.boot.console, t))
         prefix = f"boot {n} ({sv.boot.console}): " if n > 1 else ""
@@ -355,8 +401,8 @@ def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], ac
                       _hung_at_boot(outcomes[0]) if outcomes else "")
 
 
-def _tests(sv: _Seen, expected: tuple[Case, ...],
-           known: Callable[[str], str | None]) -> list[TestResult]:
+def _tests(sv: _Seen, expected: tuple[Case, ...], known: Callable[[str], str | None],
+           expected_skip: SkipCheck | None = None) -> list[TestResult]:
     tests: list[TestResult] = []
     seen = set()
     for case in expected:
@@ -367,7 +413,8 @@ def _tests(sv: _Seen, expected: tuple[Case, ...],
                            _why_missing(sv.boot.outcome, sv.run, case.suite, list(sv.splats)))
         else:
             t = TestResult(case.id, r.status, r.reason, r.log)
-        tests.append(_expect(t, known(case.id), missing=r is None))
+        t = _expect(t, known(case.id), missing=r is None)
+        tests.append(_judge_skip(t, expected_skip(case.id)) if expected_skip else t)
     for suite in sv.run.suites:  # reported but not in the sources: still shown
         for r in suite.cases:
             if (suite.name, r.name) not in seen:

@@ -710,6 +710,9 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     def known_splat(signature: str, at_boot: bool) -> str | None:
         return variant.known_splat(cell, signature, at_boot) if variant else None
 
+    def expected_skip(name: str) -> str | None:
+        return variant.expected_skip(cell, name) if variant else None
+
     if programs:
         # Only their cases are expected.
         expected = tuple(c for c in expected if c.suite in programs)
@@ -718,12 +721,12 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
                         select=bool(programs), profile_hz=profile_hz)]
     flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
     result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
-                                    flavor.missing_coverage)
+                                    flavor.missing_coverage, expected_skip)
     while result.rerun:
         boots.append(_boot_once(matrix, cell, kernel, initrd, accel, out, build, result.rerun,
                                 len(boots) + 1, select=True, profile_hz=profile_hz))
         result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
-                                        flavor.missing_coverage)
+                                        flavor.missing_coverage, expected_skip)
     splats.save(out, result.splats, kernel.symbols)
     return result
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +238,7 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
     (_set("matrix", KeyError),
      "matrix.yaml: missing key 'matrix'; required: variants, matrix"),
     (_set("arch", ["x86_64"]),
-     "matrix.yaml: unknown key 'arch'; allowed: variants, matrix, mutants, check, timeout, boot_timeout, memory, sources"),
+     "matrix.yaml: unknown key 'arch'; allowed: variants, matrix, mutants, check, timeout, boot_timeout, memory, sources, skips"),
     (_set("matrix.exclude", [{"policy": "legacy", "variant": "patched"}, {"modes": "off"}]),
      "matrix.yaml: matrix.exclude[1]: unknown key 'modes'; "
      "allowed: arch, variant, mode, policy, hash, setattr"),
@@ -287,10 +288,10 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "known_failures, known_splats, flavor, of}; "
      "found {}"),
     ([1, 2],
-     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory, sources; "
+     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory, sources, skips; "
      "found [1, 2]"),
     ("",
-     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory, sources; "
+     "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory, sources, skips; "
      "found None"),
     ("variants:\n  stock: {}\nmatrix: [x86_64\n",
      "matrix.yaml:4: YAML syntax error: expected ',' or ']', but got '<stream end>'; "
@@ -338,9 +339,9 @@ def test_known_failures(write) -> None:
     c = config()
     c["variants"]["stock"] = {"known_failures": [
         {"tests": ["lastwriter_test/new_file.*"], "cells": {"mode": "enforce"},
-         "reason": "known bug in 6.1.192"},
+         "reason": "known bug in 6.1.192", "failing": "Expected 0"},
         {"tests": ["setattr_test/*"], "cells": {"setattr": ["remove"], "policy": ["custom"]},
-         "reason": "needs kernel-patches/series"}]}
+         "reason": "needs kernel-patches/series", "failing": "get_ima"}]}
     v = matrix.load(write(c)).variants["stock"]
     cell = Cell("x86_64", "stock", "enforce", "custom")
     assert v.expected_failure(cell, "lastwriter_test/new_file.fchmod.reopen") == \
@@ -350,6 +351,8 @@ def test_known_failures(write) -> None:
     assert v.expected_failure(cell, "setattr_test/x") is None
     assert v.expected_failure(Cell("x86_64", "stock", "log", "custom", "sha256", "remove"),
                               "setattr_test/x") == "needs kernel-patches/series"
+    assert v.expected_failure(cell, "lastwriter_test/new_file.fchmod.reopen").failing == \
+        "Expected 0"
     assert matrix.check_known_failures(v, ["lastwriter_test/new_file.a"]) == ["setattr_test/*"]
 
 
@@ -361,6 +364,17 @@ SIG = "lockdep-circular (&iint->mutex, &sb->s_type->i_mutex_key) in process_meas
      "required: tests, reason"),
     ("known_failures", {"tests": "a/*", "reason": "r"}, "matrix.yaml: variants.stock.known_failures[0].tests: "
      "expected a non-empty list of test-name patterns, found 'a/*'"),
+    ("known_failures", {"tests": ["a/b"], "reason": "r"},
+     "matrix.yaml: variants.stock.known_failures[0]: missing failing: (a regular expression "
+     "of the check it fails by, matched against the case's failed-check lines "
+     "'<file>:<line>:<test>:Expected ...'); without it any failure of the case would pass "
+     "for this one"),
+    ("known_failures", {"tests": ["a/b"], "reason": "r", "failing": "get_ima("},
+     "matrix.yaml: variants.stock.known_failures[0].failing: 'get_ima(' is no regular "
+     "expression: missing ), unterminated subpattern at position 7"),
+    ("known_failures", {"tests": ["a/b"], "reason": "r", "failing": "x", "racy": True},
+     "matrix.yaml: variants.stock.known_failures[0]: a racy entry needs cells: (where its race "
+     "was seen or can be hit); without them it excuses the test everywhere"),
     ("known_failures", {"tests": ["a/*"], "reason": "r", "cells": {"modes": ["fix"]}},
      "matrix.yaml: variants.stock.known_failures[0].cells: unknown key 'modes'; "
      "allowed: arch, mode, policy, hash, setattr"),
@@ -515,6 +529,44 @@ def test_mutant_version_errors(write, versions: Any, message: str) -> None:
     c = config()
     c["variants"]["patched-6.12"] = {"version": "6.12", "series": "kernel-patches/6.12/series"}
     c["mutants"] = {**MUTANTS, "versions": versions}
+    with pytest.raises(ConfigError) as e:
+        matrix.load(write(c))
+    assert str(e.value) == message
+
+
+def test_the_matrixs_skips_follow_policy_and_kernel_version() -> None:
+    # Each skip the suite makes (CELL_SKIP) is data: where, and on which
+    # kernels; every name is a case of the suite.
+    from harness.cases import expected_cases
+    repo = Path(__file__).parents[2]
+    m = matrix.load(repo / "matrix.yaml")
+    names = {c.id for c in expected_cases(repo / "selftests")}
+    assert [t for k in m.variants["stock"].skips for t in k.tests if t not in names] == []
+    check = "exec_test/exec_file.wrong_hash.execve_check"
+    rules = "rules_test/rules.appraise.open"
+    builtin, custom = (Cell("x86_64", "stock", "enforce", p) for p in ("builtin", "custom"))
+    assert m.variants["stock"].expected_skip(custom, check).startswith("execveat(2)'s")
+    assert m.variants["stock-7.2"].expected_skip(dataclasses.replace(custom, variant="stock-7.2"),
+                                                 check) is None
+    assert m.variants["patched-7.2"].expected_skip(builtin, rules).startswith("needs rules")
+    assert m.variants["patched-7.2"].expected_skip(custom, rules) is None
+    # A tree of one's own is judged by its own version, not the nearest
+    # Debian tree it is configured like.
+    mine = dataclasses.replace(m.variants["stock"], own_version="6.15")
+    assert mine.expected_skip(custom, check) is None
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"tests": ["a/*"], "reason": "r"}, "matrix.yaml: skips[0].tests: 'a/*': name each case "
+     "exactly"),
+    ({"tests": ["a/b"], "reason": "r", "before": 6.14}, "matrix.yaml: skips[0].before: expected "
+     "a kernel version such as \"6.14\", found 6.14"),
+    ({"tests": ["a/b"], "reason": "r", "policy": "custom"}, "matrix.yaml: skips[0]: unknown key "
+     "'policy'; allowed: tests, cells, before, reason"),
+])
+def test_skip_entry_errors(write, entry: dict, message: str) -> None:
+    c = config()
+    c["skips"] = [entry]
     with pytest.raises(ConfigError) as e:
         matrix.load(write(c))
     assert str(e.value) == message

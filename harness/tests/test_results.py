@@ -7,6 +7,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from harness import kernlog, merge, results
 from harness.tests.recorded import RECORDED_CASES
 from harness.matrix import Cell, RacyReason
@@ -188,6 +190,62 @@ def test_a_failed_assert_of_a_known_failure_is_xfail() -> None:
     assert r.test("exec_test/exec_file.missing_hash.execve").status == "xfail"
     assert r.test("exec_test/exec_file.wrong_hash.execve").status == "xfail"
     assert r.status == "pass"
+
+
+def test_a_known_failure_must_fail_by_its_own_check() -> None:
+    # failing: (matrix.KnownReason) names the check: the same case failing
+    # by another check fails the cell; by that check (every failed-check
+    # line matching), it is xfail.
+    from harness.matrix import KnownReason
+    cell = Cell("x86_64", "skip-exec-appraisal", "enforce", "custom")
+    console = real("real_x86_64_skip_exec_enforce_custom_fail.log")
+
+    def judged(failing: str) -> results.CellResult:
+        return results.evaluate(cell, outcome(console), EXPECTED, "tcg", known=lambda n: (
+            KnownReason("bug", failing) if n.endswith("_hash.execve") and "correct" not in n
+            else None))
+    right = judged(r"Expected expected_errno\(.*\) \(13\) == test_execve")
+    assert [t.status for t in right.tests if "_hash.execve" in t.name][:2] == ["xfail", "xfail"]
+    assert right.status == "pass"
+    wrong = judged(r"Expected 0 \(0\) == get_ima")
+    t = wrong.test("exec_test/exec_file.missing_hash.execve")
+    assert t.status == "fail" and wrong.status == "fail"
+    assert t.reason == ("failed by another check than its known failure's: exec_test.c:93:"
+                        "execve:Expected expected_errno(&self->cell, variant->state) (13) == "
+                        "test_execve(self->path) (-1) (known to fail by /Expected 0 \\(0\\) "
+                        "== get_ima/: bug)")
+
+
+SKIPPING = "exec_test/exec_file.missing_hash.execve"
+
+
+@pytest.mark.parametrize("edit, skip_reason, status, reason", [
+    # a skip the matrix expects: a skip
+    ("ok 1 exec_file.missing_hash.execve # SKIP not for this cell: no policy", "needs rules",
+     "skip", "not for this cell: no policy"),
+    # a skip where it must run
+    ("ok 1 exec_file.missing_hash.execve # SKIP not for this cell: no policy", None, "fail",
+     "skipped where it must run (not for this cell: no policy); matrix.yaml skips: expects "
+     "no skip of it in this cell"),
+    # a run where it must skip
+    ("ok 1 exec_file.missing_hash.execve", "needs rules", "fail",
+     "ran where it must skip itself: needs rules (matrix.yaml skips:); its skip condition, or "
+     "the entry, is wrong"),
+    # a skip after a failed check (6.1's kselftest_harness.h: SKIP() sets passed)
+    ("# exec_test.c:93:execve:Expected 13 == -1\r\n# ok 1 exec_file.missing_hash.execve # "
+     "SKIP not for this cell: no policy", "needs rules", "fail",
+     "skipped after a failed check: exec_test.c:93:execve:Expected 13 == -1 (skip: not for "
+     "this cell: no policy)"),
+])
+def test_skips_are_judged_against_the_matrix(edit: str, skip_reason: str | None, status: str,
+                                             reason: str) -> None:
+    console = real("real_aarch64_fix_custom_pass.log").replace(
+        "# ok 1 exec_file.missing_hash.execve", edit if edit.startswith("#") else "# " + edit, 1)
+    r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg",
+                         expected_skip=lambda n: skip_reason if n == SKIPPING else None)
+    t = r.test(SKIPPING)
+    assert (t.status, t.reason) == (status, reason)
+    assert r.status == ("pass" if status == "skip" else "fail")
 
 
 def test_a_skip_the_cell_explains_is_no_problem() -> None:
