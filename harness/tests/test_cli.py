@@ -44,6 +44,15 @@ def _make_vars(parser) -> set[str]:
     return {var for var, _, _ in getattr(parser, "make_vars", ())}
 
 
+@pytest.fixture(autouse=True)
+def _no_make_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """make unit ARCHS=... exports ARCHS, CI's workflow TIER: a test's
+    --make-vars reads only what the test sets."""
+    for p in cli.parser()[1].values():
+        for var in _make_vars(p):
+            monkeypatch.delenv(var, raising=False)
+
+
 # ---- one command line -----------------------------------------------------------
 
 def test_help_lists_every_command_on_a_line_of_its_own() -> None:
