@@ -273,3 +273,20 @@ def test_a_shard_runs_make_in_the_cells_a_single_run_does(axes, tier: str) -> No
         # Not narrowed, the first mode of the whole matrix (enforce) is
         # not in the selection: no cell would run make.
         assert not any(matrix.make_path(whole, c) for c in cells)
+
+
+def test_the_workflow_builds_every_variant_of_the_matrix() -> None:
+    # CI's build jobs name their variants by hand: a kernel of matrix.yaml
+    # left out of them (the debug flavor was) is a kernel CI never boots.
+    import yaml
+    flow = yaml.safe_load((REPO / ".github/workflows/matrix.yml").read_text())
+    strategy = flow["jobs"]["build"]["strategy"]["matrix"]
+    built = {v for entry in strategy["include"] for v in entry["variants"].split(",")}
+    m = matrix.load(REPO / "matrix.yaml")
+    assert built == set(dict.fromkeys(c.variant for c in m.cells))
+    for entry in strategy["include"]:
+        flavors = {m.variants[v].flavor for v in entry["variants"].split(",")}
+        versions = {m.variants[v].version for v in entry["variants"].split(",")}
+        assert (flavors, versions) == ({entry["flavor"]}, {entry["version"]}), entry
+    assert strategy["flavor"] == flow["jobs"]["boot"]["strategy"]["matrix"]["flavor"] \
+        == flow["jobs"]["merge"]["strategy"]["matrix"]["flavor"] == ["plain", "debug"]
