@@ -433,6 +433,10 @@ def _mutants(args: argparse.Namespace) -> int:
                               for v in runs[-1]) + f" ({run.run_dir})", flush=True)
     if args.repeat == 1:
         print(mutants.report(runs[0], notes))
+        every = {v: mutants.discover(o["patches"], v) for v, o in m.mutants["versions"].items()}
+        ids = mutants.cases_of(version, [c.id for c in expected
+                                         if not booting or c.suite in booting], every)
+        print(mutants.case_table(ids, chosen, runs[0], every=chosen == found))
         print(f"results: {dirs[0]}")
     else:
         print(mutants.tally(runs, notes))

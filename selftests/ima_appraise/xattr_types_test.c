@@ -14,6 +14,7 @@
  *   a type that is no IMA label (0x00, EVM's 0x02 HMAC and 0x05 portable
  *   signature)                          INTEGRITY_UNKNOWN, unknown-ima-data
  *   a digest shorter than its algorithm's, or none      invalid-hash
+ *   the correct digest with its last byte flipped       invalid-hash
  *   a v2 signature with no signature data               invalid-signature
  *   an fs-verity signature (0x06) of the wrong version
  *                                       invalid-signature-version
@@ -25,6 +26,12 @@
  *
  * 6.1 replaces an fs-verity signature in fix mode (only 0x03 is kept):
  * kernel-patches/0005.
+ *
+ * The edges of the digest comparison: one byte short (digest_truncated)
+ * and the last byte wrong (digest_last_byte) must fail; one byte long
+ * (digest_extended) must pass in every mode, untouched and unlogged:
+ * xattr_verify() compares the algorithm's length and accepts a longer
+ * value ("md5 hash in previous version occupied 20 bytes in xattr").
  */
 
 #include "common.h"
@@ -47,6 +54,10 @@ enum value_kind {
 	VALUE_CUT,
 	/* the bytes of raw, len long */
 	VALUE_RAW,
+	/* the correct value with its byte at len (negative: from the end) flipped */
+	VALUE_FLIPPED,
+	/* the correct value and len more bytes */
+	VALUE_EXTENDED,
 };
 
 FIXTURE(ima_value)
@@ -71,6 +82,8 @@ FIXTURE_VARIANT(ima_value)
 	const char *cause;
 	/* a signature: fix mode must keep it */
 	bool signature;
+	/* it verifies: every mode opens it and keeps it, nothing is logged */
+	bool passes;
 };
 
 /*
@@ -121,6 +134,20 @@ FIXTURE_VARIANT_ADD(ima_value, digest_half)
 	.kind = VALUE_CUT,
 	.len = -10,
 	.cause = "invalid-hash",
+};
+
+FIXTURE_VARIANT_ADD(ima_value, digest_last_byte)
+{
+	.kind = VALUE_FLIPPED,
+	.len = -1,
+	.cause = "invalid-hash",
+};
+
+FIXTURE_VARIANT_ADD(ima_value, digest_extended)
+{
+	.kind = VALUE_EXTENDED,
+	.len = 1,
+	.passes = true,
 };
 
 FIXTURE_VARIANT_ADD(ima_value, type_only)
@@ -183,6 +210,18 @@ FIXTURE_SETUP(ima_value)
 		self->value_len = variant->len;
 		memcpy(self->value, variant->raw, self->value_len);
 		break;
+	case VALUE_FLIPPED:
+		self->value_len = env->good_len;
+		memcpy(self->value, env->good, self->value_len);
+		self->value[variant->len < 0 ? env->good_len + variant->len :
+					       (size_t)variant->len] ^= 0xff;
+		break;
+	case VALUE_EXTENDED:
+		ASSERT_GE(sizeof(self->value), env->good_len + variant->len);
+		self->value_len = env->good_len + variant->len;
+		memcpy(self->value, env->good, env->good_len);
+		memset(self->value + env->good_len, 0x5a, variant->len);
+		break;
 	}
 }
 
@@ -211,6 +250,18 @@ TEST_F(ima_value, open)
 	expect_ima_is(_metadata, env->path, self->value, self->value_len);
 
 	ima_env_watch(_metadata, env);
+	if (variant->passes) {
+		ASSERT_EQ(0, test_open(env->path, O_RDONLY))
+		{
+			TH_LOG("%s mode, %s policy: open with a value that verifies",
+			       mode_names[env->cell.mode],
+			       policy_names[env->cell.policy]);
+		}
+		expect_ima_is(_metadata, env->path, self->value,
+			      self->value_len);
+		expect_not_logged(_metadata, &env->log, env->path, NULL);
+		return;
+	}
 	ASSERT_EQ(env->cell.mode == MODE_ENFORCE ? EACCES : 0,
 		  test_open(env->path, O_RDONLY))
 	{
