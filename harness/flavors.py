@@ -64,6 +64,10 @@ class Flavor:
 
 PLAIN = "plain"
 DEBUG = "debug"
+# A Debian image as it ships (matrix.yaml image:, harness/images.py): its
+# configuration has no lockdep or KASAN, so its cells prove none; not a
+# flavor a variant can ask for.
+SHIPPED = Flavor("shipped")
 
 FLAVORS: dict[str, Flavor] = {
     # Lockdep in every cell: kconfig.check() fails a build without

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import images as images_mod
 from . import sources as sources_mod
 from .archs import ARCHS
 from .errors import ConfigError
@@ -95,7 +96,9 @@ _MUTANT_KEYS = ("patches", "base", "versions", *(a for a in _AXES if a != "varia
                 "exclude")
 _MUTANT_VERSION_KEYS = ("patches", "base")
 _VARIANT_KEYS = ("series", "version", "tree", "note", "known_failures", "known_splats",
-                 "flavor", "of")
+                 "flavor", "of", "image")
+# What a variant with image: (a Debian binary kernel, nothing built) cannot have.
+_BUILT_ONLY_KEYS = ("series", "version", "tree", "flavor", "of")
 _KNOWN_FAILURE_KEYS = ("tests", "cells", "reason", "racy", "failing")
 _KNOWN_SPLAT_KEYS = ("signature", "cells", "reason", "at_boot")
 _SKIP_KEYS = ("tests", "cells", "before", "reason")
@@ -217,6 +220,9 @@ class Variant:
     # A tree of one's own: its Makefile's version (version: is the nearest
     # of sources:, which configures it); "": version.
     own_version: str = ""
+    # A Debian linux-image package booted as it ships (harness/images.py):
+    # nothing is built; version: is its kernel's major.minor.
+    image: images_mod.Image | None = None
 
     def known_splat(self, cell: Cell, signature: str, at_boot: bool = False) -> str | None:
         """Why a splat of this signature is expected in cell, or None;
@@ -440,6 +446,20 @@ def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
             raise ConfigError(f"{where}: bad variant name {name!r}; use lower-case "
                               "letters, digits, '-' and '.', starting with a letter or digit")
         spec = _mapping({} if spec is None else spec, f"{where}.{name}", _VARIANT_KEYS)
+        if "image" in spec:
+            if both := [k for k in _BUILT_ONLY_KEYS if k in spec]:
+                raise ConfigError(f"{where}.{name}: has both image: and {both[0]}:; a variant "
+                                  "with image: boots a Debian package as it ships, nothing "
+                                  f"is built: drop {both[0]}: (or image:)")
+            image = images_mod.parse(spec["image"], f"{where}.{name}.image")
+            variants[name] = Variant(
+                name, None, spec.get("note", ""),
+                known_failures=_known_failures(spec.get("known_failures", []),
+                                               f"{where}.{name}.known_failures"),
+                known_splats=_known_splats(spec.get("known_splats", []),
+                                           f"{where}.{name}.known_splats"),
+                version=image.version, image=image)
+            continue
         for key, field in spec.items():
             if key == "version":
                 _version(field, f"{where}.{name}.version")
@@ -453,7 +473,7 @@ def _variants(value: Any, where: str, base: Path) -> dict[str, Variant]:
         parent = None
         if "of" in spec:
             parent = variants.get(spec["of"])
-            if parent is None or parent.flavor != PLAIN:
+            if parent is None or parent.flavor != PLAIN or parent.image is not None:
                 raise ConfigError(f"{where}.{name}.of: {spec['of']!r} is no plain variant "
                                   "defined above it; of: names the variant whose tree, "
                                   "series and known failures this one shares")
@@ -604,7 +624,7 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
     defined = {n: dataclasses.replace(v, skips=skips) for n, v in defined.items()}
     sources = _sources(top, path, tuple(v.version for v in defined.values()))
     for v in defined.values():
-        if v.tree is None and v.version not in sources:
+        if v.tree is None and v.image is None and v.version not in sources:
             raise ConfigError(f"{name}: variants.{v.name}.version: {v.version!r} is not in "
                               f"sources: ({_join(sources)}); add Debian's package for it")
     if kernel_tree is not None:
@@ -628,10 +648,10 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
                                   "(paths are relative to where make runs)")
         base_name = base or "patched"
         of = defined.get(base_name)
-        if of is None or of.tree is not None:
+        if of is None or of.tree is not None or of.image is not None:
             raise ConfigError(f"BASE={base_name}: no variant of Debian's trees by that name "
                               f"in {name}; one of: "
-                              f"{_join(n for n, v in defined.items() if v.tree is None)}")
+                              f"{_join(n for n, v in defined.items() if v.tree is None and v.image is None)}")
         defined[EXTRA_VARIANT] = dataclasses.replace(
             of, name=EXTRA_VARIANT, note=f"{base_name} + " + " ".join(p.name for p in extra),
             patches=extra, workspace=True)

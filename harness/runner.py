@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import flavors, initramfs, kbuild, keys, ktap, ktree, profile, qemu, report, results
+from . import flavors, images, initramfs, kbuild, keys, ktap, ktree, profile, qemu, report
+from . import results
 from . import splats, subproc, timing
 from . import matrix as matrix_mod
 from .archs import ARCHS
@@ -64,6 +65,12 @@ class BuiltKernel:
     # To decode its splats' stack traces (an artifact directory carries
     # the vmlinux and the tree's decoding scripts: export()).
     symbols: splats.Symbols | None = None
+    # Its own initramfs, instead of the arch's: a Debian image's (the arch's
+    # with the package's modules appended: harness/images.py).
+    initrd: Path | None = None
+    # A Debian image's symbols, fetched (its -dbg package) only when a
+    # splat is to be decoded.
+    dbg: Callable[[], splats.Symbols] | None = None
 
 
 @dataclass
@@ -254,8 +261,10 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
     art = Artifacts()
     # The selftests are built against the default version's kselftest
     # headers, whatever kernels boot them: one initramfs per arch.
+    # (A Debian image builds nothing: no tree of its version is needed.)
     versions = dict.fromkeys([kbuild.DEFAULT_VERSION, *(
-        matrix.variants[c.variant].version for c in cells if c.variant in matrix.variants)])
+        matrix.variants[c.variant].version for c in cells if c.variant in matrix.variants
+        and matrix.variants[c.variant].image is None)])
     with _Timer(timings, "extract"):
         pristine = {v: kbuild.extract(build, matrix.sources[v].tarball(build), version=v)
                     for v in versions}
@@ -271,6 +280,8 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
     for arch_name in arches:
         for v in dict.fromkeys(c.variant for c in cells if c.arch == arch_name):
             variant = matrix.variants.get(v)
+            if variant is not None and variant.image is not None:
+                continue
             group = (variant.version if variant else kbuild.DEFAULT_VERSION,
                      variant.flavor if variant else flavors.PLAIN)
             turns = groups.setdefault(group, [])
@@ -299,7 +310,44 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
             log(f"initramfs {arch_name}: FAILED\n{e}")
             for v in variants:
                 art.broken.setdefault((arch_name, v), str(e))
+            continue
+        for v in variants:
+            if matrix.variants[v].image is not None:
+                with _Timer(timings, f"image:{arch_name}-{v}"):
+                    _image_kernel(matrix, arch_name, v, pristine[kbuild.DEFAULT_VERSION],
+                                  build, art, log)
     return art
+
+
+def _image_kernel(matrix: Matrix, arch_name: str, v: str, tree: Path, build: Path,
+                  art: Artifacts, log: Log) -> None:
+    """A Debian image as it ships: the package fetched (once) and unpacked,
+    its vmlinuz, and the arch's initramfs with the package's modules
+    appended.  Nothing is built.  tree: a kernel tree whose
+    scripts/decode_stacktrace.sh decodes its splats with the -dbg vmlinux."""
+    arch, image = ARCHS[arch_name], matrix.variants[v].image
+    assert image is not None
+    try:
+        root = images.fetch(image, arch, build, say=lambda t: log(f"kernel {arch_name}-{v}: {t}"))
+        kernel = images.unpacked(root)
+        mods = images.modules_cpio(kernel, build / "initramfs" / f"modules-{arch_name}-{v}.cpio")
+        initrd = images.guest_initrd(art.initrds[arch_name], mods,
+                                     build / "initramfs" / f"{arch_name}-{v}.cpio")
+    except HarnessError as e:
+        log(f"kernel {arch_name}-{v}: FAILED\n{e}")
+        art.broken[(arch_name, v)] = str(e)
+        return
+    log(f"kernel {arch_name}-{v}: {image.describe(arch)} as it ships ({kernel.release}), "
+        "nothing built")
+
+    def dbg() -> splats.Symbols:
+        vmlinux = images.dbg_vmlinux(image, arch, build, kernel.release, say=log)
+        return splats.Symbols(vmlinux, tree, vmlinux.parent, arch.cross_compile)
+
+    art.kernels[(arch_name, v)] = BuiltKernel(
+        kernel.vmlinuz, kernel.config,
+        f"variant {v}: {image.describe(arch)} ({kernel.release}), as it ships\n",
+        None, initrd, dbg)
 
 
 def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str],
@@ -415,6 +463,9 @@ def export(art: Artifacts, cells: list[Cell], expected: tuple[Case, ...], matrix
         kernels[f"{arch}-{variant}"] = {"image": str((d / k.image.name).relative_to(out)),
                                         "config": str((d / "config").relative_to(out)),
                                         "patches": k.patches}
+        if k.initrd:
+            shutil.copyfile(k.initrd, d / "initrd.cpio")
+            kernels[f"{arch}-{variant}"]["initrd"] = str((d / "initrd.cpio").relative_to(out))
         sym = k.symbols
         if sym and sym.vmlinux.is_file() and all(p.is_file() for p in sym.scripts):
             shutil.copyfile(sym.vmlinux, d / "vmlinux")
@@ -514,7 +565,8 @@ def _load_part(path: Path) -> Manifest:
                 base / k["image"], base / k["config"], k["patches"],
                 splats.Symbols(base / sym["vmlinux"], base / sym["tree"], base / sym["tree"],
                                ARCHS[arch].cross_compile if arch in ARCHS else "",
-                               sym["basepath"]) if sym else None)
+                               sym["basepath"]) if sym else None,
+                base / k["initrd"] if "initrd" in k else None)
         art.initrds = {a: base / p for a, p in doc["initramfs"].items()}
         for name, why in doc["broken"].items():
             arch, variant = name.split("-", 1)
@@ -532,6 +584,7 @@ def _load_part(path: Path) -> Manifest:
         raise ConfigError(f"{where}: damaged manifest ({type(e).__name__}: {e}); "
                           "rebuild it with 'python3 -m harness build --out DIR'") from None
     missing = [p for p in (*(k.image for k in art.kernels.values()), *art.initrds.values(),
+                           *(k.initrd for k in art.kernels.values() if k.initrd),
                            *(f for k in art.kernels.values() if k.symbols
                              for f in (k.symbols.vmlinux, *k.symbols.scripts)))
                if not p.is_file()]
@@ -606,7 +659,8 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
             free[0] -= need
             slots.notify_all()
         try:
-            return _boot_cell(matrix, cell, art.kernels[key], art.initrds[cell.arch],
+            kernel = art.kernels[key]
+            return _boot_cell(matrix, cell, kernel, kernel.initrd or art.initrds[cell.arch],
                               accels[cell.arch].accel, expected, run_dir, build,
                               (programs or {}).get(cell.id, ()), profile_hz)
         except Exception as e:   # noqa: BLE001 - the cell is an error, the run goes on
@@ -720,14 +774,22 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     boots = [_boot_once(matrix, cell, kernel, initrd, accel, out, build, every, 1,
                         select=bool(programs), profile_hz=profile_hz)]
     flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
+    # A Debian image is judged by what its configuration has: no lockdep.
+    coverage = (flavors.SHIPPED if variant and variant.image else flavor).missing_coverage
     result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
-                                    flavor.missing_coverage, expected_skip)
+                                    coverage, expected_skip)
     while result.rerun:
         boots.append(_boot_once(matrix, cell, kernel, initrd, accel, out, build, result.rerun,
                                 len(boots) + 1, select=True, profile_hz=profile_hz))
         result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
-                                        flavor.missing_coverage, expected_skip)
-    splats.save(out, result.splats, kernel.symbols)
+                                        coverage, expected_skip)
+    symbols = kernel.symbols
+    if result.splats and symbols is None and kernel.dbg is not None:
+        try:
+            symbols = kernel.dbg()
+        except HarnessError as e:     # the splats are kept, undecoded
+            (out / "decode.log").write_text(f"no debug symbols: {e}\n")
+    splats.save(out, result.splats, symbols)
     return result
 
 
@@ -744,6 +806,8 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     variant = matrix.variants.get(cell.variant)
     flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
     cmdline = " ".join(filter(None, (qemu.HARNESS_MARKER, flavor.cmdline(cell.arch),
+                                     images.boot_args(cell.hash)
+                                     if variant and variant.image else "",
                                      cell.cmdline(),
                                      qemu.MAKE_RUNNER if matrix_mod.make_path(matrix, cell)
                                      else "")))

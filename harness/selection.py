@@ -251,7 +251,7 @@ def _builds(m: matrix_mod.Matrix, cells: Iterable[matrix_mod.Cell]) -> int:
     """Cold kernel builds: one per arch, version and flavor (the variants of
     one take turns in its workspace)."""
     return len({(c.arch, m.variants[c.variant].version, m.variants[c.variant].flavor)
-                for c in cells})
+                for c in cells if m.variants[c.variant].image is None})   # a Debian image: none
 
 
 def _names(m: matrix_mod.Matrix, variants: list[str]) -> str:

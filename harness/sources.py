@@ -42,6 +42,7 @@ from .errors import ConfigError, DependencyError, HarnessError
 
 # Where the machine's Debian mirror cannot be read from its apt sources.
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+DEFAULT_SECURITY_MIRROR = "http://deb.debian.org/debian-security"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 _SOURCE_KEYS = ("package", "suite", "debian_version", "config")
 _PACKAGE = re.compile(r"[a-z0-9][a-z0-9.+-]+")
@@ -170,6 +171,20 @@ def mirror_of(apt_sources: list[tuple[Path, str]]) -> str:
     return DEFAULT_MIRROR
 
 
+def mirror_for(suite: str, apt_sources: list[tuple[Path, str]]) -> str:
+    """The archive a suite is in: the machine's security archive for a
+    <release>-security suite (Debian's own if the machine names none),
+    its Debian mirror for any other."""
+    if not suite.endswith("-security"):
+        return mirror_of(apt_sources)
+    for _path, text in apt_sources:
+        for uri in re.findall(r"^\s*URIs:\s*(\S+)", text, re.M) + \
+                re.findall(r"^\s*deb\s+(?:\[[^\]]*\]\s+)?(\S+)", text, re.M):
+            if re.search(r"/debian-security/?$", uri):
+                return uri.rstrip("/")
+    return DEFAULT_SECURITY_MIRROR
+
+
 def _machine_apt_sources() -> list[tuple[Path, str]]:
     out = []
     for p in [Path("/etc/apt/sources.list"),
@@ -212,7 +227,7 @@ def moved_on(source: Source, available: list[str], siblings: dict[str, str]) -> 
 class _Apt:
     """apt-get and apt-cache with a private configuration for one suite."""
 
-    def __init__(self, build: Path, suite: str) -> None:
+    def __init__(self, build: Path, suite: str, archs: tuple[str, ...] = ("amd64",)) -> None:
         self.root = build / "debs" / suite / "apt"
         self.suite = suite
         lists = self.root / "lists"
@@ -220,7 +235,7 @@ class _Apt:
         (self.root / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
         listfile = self.root / "sources.list"
         keyring = f" [signed-by={KEYRING}]" if Path(KEYRING).is_file() else ""
-        text = f"deb{keyring} {mirror_of(_machine_apt_sources())} {suite} main\n"
+        text = f"deb{keyring} {mirror_for(suite, _machine_apt_sources())} {suite} main\n"
         if not listfile.is_file() or listfile.read_text() != text:
             listfile.write_text(text)
         # APT_CONFIG is read before the machine's configuration, and says
@@ -243,7 +258,7 @@ class _Apt:
             "-o", f"Dir::State::Lists={lists}",
             "-o", f"Dir::Cache={self.root / 'cache'}",
             "-o", "Dir::State::status=/dev/null",
-            "-o", "APT::Architectures::=amd64",
+            *(x for a in archs for x in ("-o", f"APT::Architectures::={a}")),
             "-o", "APT::Sandbox::User=root",
             "-o", "Debug::NoLocking=1",
         ]

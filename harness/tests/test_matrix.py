@@ -272,7 +272,7 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "matrix.yaml: variants.patched.series: expected a non-empty string, found ''"),
     (_set("variants.patched", {"serie": "kernel-patches/series"}),
      "matrix.yaml: variants.patched: unknown key 'serie'; allowed: series, version, tree, note, "
-     "known_failures, known_splats, flavor, of"),
+     "known_failures, known_splats, flavor, of, image"),
     (_set("variants.stock.known_failures", [{"tests": ["a/b"], "reason": "r", "racy": "yes"}]),
      "matrix.yaml: variants.stock.known_failures[0].racy: expected true or false, found 'yes'"),
     (_set("variants.patched", {"flavor": "kasan"}),
@@ -285,7 +285,7 @@ def _set(keys: str, value: Any) -> dict[str, Any]:
      "series: drop one"),
     (_set("variants", {}),
      "matrix.yaml: variants: expected a mapping of variant names to {series, version, tree, note, "
-     "known_failures, known_splats, flavor, of}; "
+     "known_failures, known_splats, flavor, of, image}; "
      "found {}"),
     ([1, 2],
      "matrix.yaml: expected a mapping with keys variants, matrix, mutants, check, timeout, boot_timeout, memory, sources, skips; "
