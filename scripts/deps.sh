@@ -74,8 +74,12 @@ install "$(missing_of "$sources")"
 if [ "${SOURCES:-yes}" != no ]; then
 	PYTHONPATH=$top "$python" -m harness.sources fetch --build-dir="$build" ||
 		say "the kernels of that version cannot be built until this is fixed; the others can"
-	# Debian's kernel images as they ship (matrix.yaml image:), without
-	# their -dbg packages (fetched when a splat is to be decoded).
+fi
+# Debian's kernel images as they ship (matrix.yaml image:), without their
+# -dbg packages (fetched when a splat is to be decoded): IMAGES=yes only.
+# A run fetches the images of the cells it boots anyway, and make check,
+# which boots none, would download and unpack a gigabyte for nothing.
+if [ "${IMAGES:-no}" = yes ]; then
 	PYTHONPATH=$top "$python" -m harness.images fetch --build-dir="$build" ||
 		say "those images' cells cannot boot until this is fixed; the others can"
 fi
