@@ -60,7 +60,9 @@ def boot_args(hash_name: str) -> str:
     """BOOT_ARGS, and the cell's hash spelt out: a sha1 cell of the matrix
     has no ima_hash= (the harness's kernels default to SHA-1), and Debian's
     default is SHA-256 (CONFIG_IMA_DEFAULT_HASH): the cell tests what its
-    name says, SHA-1 labels, with ima_hash=sha1."""
+    name says, SHA-1 labels, with ima_hash=sha1.  Without it the tests
+    would follow the kernel's default (selftests cell.h reads it from the
+    boot_aggregate) and the sha1 cell would test SHA-256 again."""
     return f"{BOOT_ARGS} ima_hash=sha1" if hash_name == "sha1" else BOOT_ARGS
 
 

@@ -2,7 +2,8 @@
 /*
  * The cell: what the boot under test is, read from /proc/cmdline (the
  * harness marker, ima_appraise=, the policy source, ima_hash= and
- * ima_appraise_setattr=), and what that means for IMA.
+ * ima_appraise_setattr=) and, without ima_hash=, the kernel's own hash
+ * algorithm from its measurement list; and what that means for IMA.
  */
 
 #ifndef _IMA_APPRAISE_CELL_H
@@ -32,7 +33,10 @@ struct cell {
 	bool harness;
 	enum appraise_mode mode;
 	enum policy_source policy;
-	/* ima_hash=: what IMA hashes new and repaired files with (enum hash_algo) */
+	/*
+	 * What IMA hashes new and repaired files with (enum hash_algo):
+	 * ima_hash=, or the kernel's default (kernel_hash_algo())
+	 */
 	int hash_algo;
 	/* ima_appraise_setattr=remove: post_setattr removes security.ima */
 	bool setattr_remove;
@@ -87,6 +91,57 @@ static inline const char *cmdline_value(const char *cmdline, const char *key,
 	return val;
 }
 
+#define IMA_ASCII_MEASUREMENTS \
+	"/sys/kernel/security/ima/ascii_runtime_measurements"
+
+/* enum hash_algo of an algorithm name the tests can compute, else 0. */
+static inline int hash_algo_of(const char *name)
+{
+	if (!strcmp(name, "sha1"))
+		return HASH_ALGO_SHA1;
+	if (!strcmp(name, "sha256"))
+		return HASH_ALGO_SHA256;
+	return 0;
+}
+
+/*
+ * The kernel's ima_hash_algo as it booted, for a command line without
+ * ima_hash=: CONFIG_IMA_DEFAULT_HASH, SHA-1 in the harness's kernels and
+ * SHA-256 in Debian's (or SHA-1, where ima_init_crypto() could not
+ * allocate the default).  The first measurement is the boot_aggregate,
+ * which ima_add_boot_aggregate() records in ima_hash_algo (a TPM may
+ * choose another bank; the guests have none), and the ima-ng and ima-sig
+ * templates print its digest as "<algo>:<hex>":
+ *
+ *   10 <template hash> ima-ng sha256:0000...0000 boot_aggregate
+ *
+ * The plain "ima" template prints the digest bare: it takes only SHA-1
+ * (and MD5) digests, and hash_setup() keeps ima_hash= to those.  Returns
+ * an enum hash_algo, or 0 for an algorithm the tests cannot compute or a
+ * list that cannot be read (ima_env_setup() then fails, saying so).
+ */
+static inline int kernel_hash_algo(void)
+{
+	char line[512], name[32], digest[160], event[32];
+	FILE *f;
+	int n;
+
+	f = fopen(IMA_ASCII_MEASUREMENTS, "re");
+	if (!f)
+		return 0;
+	n = fgets(line, sizeof(line), f) ?
+		    sscanf(line, "%*s %*s %*s %159s %31s", digest, event) :
+		    0;
+	fclose(f);
+	if (n != 2 || strcmp(event, "boot_aggregate"))
+		return 0;
+	n = strcspn(digest, ":");
+	if (!digest[n])
+		return HASH_ALGO_SHA1;
+	snprintf(name, sizeof(name), "%.*s", n, digest);
+	return hash_algo_of(name);
+}
+
 /* Returns 0, or an errno if /proc/cmdline cannot be read. */
 static inline int read_cell(struct cell *cell)
 {
@@ -117,19 +172,15 @@ static inline int read_cell(struct cell *cell)
 	}
 
 	/*
-	 * ima_hash= (hash_setup()): a name of hash_algo_name[]; the kernels
-	 * under test default to SHA-1.  Only the algorithms the tests can
-	 * compute are known; anything else is 0 and ima_env_setup() fails.
+	 * ima_hash= (hash_setup()): a name of hash_algo_name[]; without it
+	 * the kernel's default, as the kernel reports it.  Only the
+	 * algorithms the tests can compute are known; anything else is 0
+	 * and ima_env_setup() fails.
 	 */
-	cell->hash_algo = HASH_ALGO_SHA1;
-	if (cmdline_value(cmdline, "ima_hash", val, sizeof(val))) {
-		if (!strcmp(val, "sha1"))
-			cell->hash_algo = HASH_ALGO_SHA1;
-		else if (!strcmp(val, "sha256"))
-			cell->hash_algo = HASH_ALGO_SHA256;
-		else
-			cell->hash_algo = 0;
-	}
+	if (cmdline_value(cmdline, "ima_hash", val, sizeof(val)))
+		cell->hash_algo = hash_algo_of(val);
+	else
+		cell->hash_algo = kernel_hash_algo();
 
 	cell->setattr_remove = cmdline_value(cmdline, "ima_appraise_setattr",
 					     val, sizeof(val)) &&

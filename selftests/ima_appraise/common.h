@@ -152,7 +152,8 @@ static inline bool setup_cell(struct __test_metadata *const _metadata,
 	ASSERT_EQ(0, geteuid());
 	ASSERT_NE(0, cell->hash_algo)
 	{
-		TH_LOG("ima_hash= on the command line names an algorithm these tests cannot compute (sha1 and sha256 only)");
+		TH_LOG("IMA's hash algorithm (ima_hash= on the command line, else the boot_aggregate's in %s) is unreadable or one these tests cannot compute (sha1 and sha256 only)",
+		       IMA_ASCII_MEASUREMENTS);
 	}
 	ASSERT_EQ(NULL, hash_self_test())
 	{

@@ -27,7 +27,6 @@
 
 #include "common.h"
 
-#define IMA_MEASUREMENTS "/sys/kernel/security/ima/ascii_runtime_measurements"
 #define CONTENTS "IMA appraisal selftest: rules written by a test\n"
 
 static const char data_name[] = "data";
@@ -129,10 +128,10 @@ static bool measured(struct __test_metadata *const _metadata,
 		used += snprintf(want + used, sizeof(want) - used, "%02x",
 				 good[i]);
 	snprintf(want + used, sizeof(want) - used, " %s\n", path);
-	f = fopen(IMA_MEASUREMENTS, "re");
+	f = fopen(IMA_ASCII_MEASUREMENTS, "re");
 	ASSERT_NE(NULL, f)
 	{
-		TH_LOG("open %s: %s", IMA_MEASUREMENTS, strerror(errno));
+		TH_LOG("open %s: %s", IMA_ASCII_MEASUREMENTS, strerror(errno));
 	}
 	while (!found && fgets(line, sizeof(line), f))
 		found = strstr(line, want) != NULL;
@@ -173,7 +172,7 @@ TEST_F(rules, open)
 	EXPECT_EQ(variant->owner == FOWNER_MEASURE,
 		  measured(_metadata, &env->cell, env->good, env->path))
 	{
-		TH_LOG("%s in %s", env->path, IMA_MEASUREMENTS);
+		TH_LOG("%s in %s", env->path, IMA_ASCII_MEASUREMENTS);
 	}
 }
 
