@@ -101,7 +101,7 @@ _VARIANT_KEYS = ("series", "version", "tree", "note", "known_failures", "known_s
 _BUILT_ONLY_KEYS = ("series", "version", "tree", "flavor", "of")
 _KNOWN_FAILURE_KEYS = ("tests", "cells", "reason", "racy", "failing")
 _KNOWN_SPLAT_KEYS = ("signature", "cells", "reason", "at_boot")
-_SKIP_KEYS = ("tests", "cells", "before", "reason")
+_SKIP_KEYS = ("tests", "cells", "variants", "before", "reason")
 # The variants --kernel-tree / KERNEL_TREE= and --extra-patches / EXTRA_PATCHES= add.
 LOCAL_VARIANT = "local"
 EXTRA_VARIANT = "extra"
@@ -165,15 +165,20 @@ class KnownFailure:
 @dataclass(frozen=True)
 class ExpectedSkip:
     """Cases that skip themselves ("not for this cell: ...") in some cells:
-    those cells:, on kernels older than before: (a version; "" for any)."""
+    those cells:, of the kernels variants: names (() for any), on kernels
+    older than before: (a version; "" for any)."""
     tests: tuple[str, ...]                      # exact "<suite>/<case>" names
     cells: tuple[tuple[str, tuple[str, ...]], ...]
     reason: str
     before: str = ""
+    # Variant names: kernels whose configuration lacks what the cases need.
+    variants: tuple[str, ...] = ()
 
-    def applies(self, cell: Cell, version: str, test: str) -> bool:
+    def applies(self, cell: Cell, version: str, test: str, variant: str = "") -> bool:
+        """variant: the kernel's variant name (default: the cell's)."""
         return (test in self.tests
                 and all(getattr(cell, key) in values for key, values in self.cells)
+                and (not self.variants or (variant or cell.variant) in self.variants)
                 and (not self.before or _version_key(version) < _version_key(self.before)))
 
 
@@ -215,7 +220,8 @@ class Variant:
     version: str = DEFAULT_VERSION
     # How its kernels are configured and booted (harness/flavors.py).
     flavor: str = PLAIN
-    # The matrix's skips: (the same for every variant; judged by version).
+    # The matrix's skips: (judged by version, and by name where an entry
+    # names variants:).
     skips: tuple[ExpectedSkip, ...] = ()
     # A tree of one's own: its Makefile's version (version: is the nearest
     # of sources:, which configures it); "": version.
@@ -234,7 +240,8 @@ class Variant:
         """Why test skips itself in cell on this kernel (the matrix's
         skips:), or None: it must run."""
         version = self.own_version or self.version
-        return next((k.reason for k in self.skips if k.applies(cell, version, test)), None)
+        return next((k.reason for k in self.skips
+                     if k.applies(cell, version, test, self.name)), None)
 
     def expected_failure(self, cell: Cell, test: str) -> str | None:
         """Why test is expected to fail in cell on this kernel, or None (a
@@ -402,7 +409,9 @@ def _known_failures(value: Any, where: str) -> tuple[KnownFailure, ...]:
     return tuple(out)
 
 
-def _skips(value: Any, where: str) -> tuple[ExpectedSkip, ...]:
+def _skips(value: Any, where: str, variants: Iterable[str]) -> tuple[ExpectedSkip, ...]:
+    """The skips: entries; variants: the defined variants' names."""
+    names = _Names(variants)
     out = []
     for i, (entry, cells, reason) in enumerate(
             _known_entries(value, where, _SKIP_KEYS, "tests")):
@@ -413,7 +422,9 @@ def _skips(value: Any, where: str) -> tuple[ExpectedSkip, ...]:
         if before and not (isinstance(before, str) and re.fullmatch(r"\d+\.\d+", before)):
             raise ConfigError(f"{where}[{i}].before: expected a kernel version such as \"6.14\", "
                               f"found {before!r}")
-        out.append(ExpectedSkip(tests, cells, reason, before))
+        kernels = (names.axis(entry["variants"], "variants", f"{where}[{i}].variants")
+                   if "variants" in entry else ())
+        out.append(ExpectedSkip(tests, cells, reason, before, kernels))
     return tuple(out)
 
 
@@ -620,7 +631,7 @@ def load(path: Path, *, archs: Iterable[str] | str | None = None,
         if key not in top:
             raise ConfigError(f"{name}: missing key {key!r}; required: variants, matrix")
     defined = _variants(top["variants"], f"{name}: variants", path.parent)
-    skips = _skips(top.get("skips", []), f"{name}: skips")
+    skips = _skips(top.get("skips", []), f"{name}: skips", defined)
     defined = {n: dataclasses.replace(v, skips=skips) for n, v in defined.items()}
     sources = _sources(top, path, tuple(v.version for v in defined.values()))
     for v in defined.values():

@@ -556,13 +556,37 @@ def test_the_matrixs_skips_follow_policy_and_kernel_version() -> None:
     assert mine.expected_skip(custom, check) is None
 
 
+def test_a_skip_names_the_variants_it_is_for(write) -> None:
+    # A kernel configured without what a case needs (Debian's, without
+    # lockdep) skips it; the same case runs on every other kernel.
+    c = config()
+    c["skips"] = [{"tests": ["fput_test/deferred_fput.munmap_last_reference"],
+                   "variants": ["patched"], "cells": {"policy": ["builtin"]},
+                   "reason": "needs lockdep"}]
+    m = matrix.load(write(c))
+    test = "fput_test/deferred_fput.munmap_last_reference"
+    builtin, custom = (Cell("x86_64", "patched", "enforce", p) for p in ("builtin", "custom"))
+    assert m.variants["patched"].expected_skip(builtin, test) == "needs lockdep"
+    assert m.variants["patched"].expected_skip(custom, test) is None
+    assert m.variants["stock"].expected_skip(dataclasses.replace(builtin, variant="stock"),
+                                             test) is None
+    assert m.variants["stock"].skips[0].variants == ("patched",)
+
+
 @pytest.mark.parametrize("entry, message", [
     ({"tests": ["a/*"], "reason": "r"}, "matrix.yaml: skips[0].tests: 'a/*': name each case "
      "exactly"),
     ({"tests": ["a/b"], "reason": "r", "before": 6.14}, "matrix.yaml: skips[0].before: expected "
      "a kernel version such as \"6.14\", found 6.14"),
     ({"tests": ["a/b"], "reason": "r", "policy": "custom"}, "matrix.yaml: skips[0]: unknown key "
-     "'policy'; allowed: tests, cells, before, reason"),
+     "'policy'; allowed: tests, cells, variants, before, reason"),
+    ({"tests": ["a/b"], "reason": "r", "variants": ["debian"]}, "matrix.yaml: skips[0].variants: "
+     "unknown variant 'debian'; defined variants: stock, patched, skip-exec-appraisal"),
+    ({"tests": ["a/b"], "reason": "r", "variants": "stock"}, "matrix.yaml: skips[0].variants: "
+     "expected a non-empty list of variants out of stock, patched, skip-exec-appraisal; "
+     "found 'stock'"),
+    ({"tests": ["a/b"], "reason": "r", "variants": ["stock", "stock"]}, "matrix.yaml: "
+     "skips[0].variants: variant 'stock' is listed twice"),
 ])
 def test_skip_entry_errors(write, entry: dict, message: str) -> None:
     c = config()

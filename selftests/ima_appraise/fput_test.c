@@ -23,6 +23,7 @@
  * policy, where security.ima never changes), and no earlier than the last
  * reference's release.  Lockdep stays on (debug_locks 1) from setup to
  * teardown; the harness also fails the cell on any splat in the console.
+ * A kernel without lockdep skips every case (not for this cell).
  */
 
 #include "writer.h"
@@ -45,7 +46,8 @@ FIXTURE_SETUP(deferred_fput)
 {
 	char path[PATH_MAX];
 
-	if (ima_env_setup(_metadata, &self->env, variant, "fput", data_name))
+	if (ima_env_setup(_metadata, &self->env, variant, "fput", data_name) ||
+	    skip_without_lockdep(_metadata, &self->env))
 		return;
 	assert_lockdep_quiet(_metadata);
 	snprintf(path, sizeof(path), "%s/%s", self->env.dir, lockdep_name);

@@ -23,7 +23,8 @@
  * debug_locks must still be 1), and the harness fails the cell for the
  * report itself.  A walk that starts with lockdep already off (an earlier
  * report in this boot) checks only its outcome: that report already
- * failed the cell.
+ * failed the cell.  A kernel without lockdep (CONFIG_LOCKDEP off) skips
+ * every walk as not for this cell.
  *
  * The walks that map the file come last, those whose munmap() or exit
  * releases a written file last of all: a kernel with a lockdep
@@ -94,7 +95,8 @@ FIXTURE_SETUP(lockwalk)
 
 	self->lockdep_before = -1;
 	if (ima_env_setup(_metadata, &self->env, variant, "lockwalk",
-			  file_name))
+			  file_name) ||
+	    skip_without_lockdep(_metadata, &self->env))
 		return;
 	self->page = sysconf(_SC_PAGESIZE);
 	self->old = page_of(_metadata, self->page, "lockwalk OLD\n", 'o');

@@ -92,6 +92,22 @@ child_writes_mapping_and_exits(struct __test_metadata *const _metadata,
 	}
 }
 
+/*
+ * A test that needs lockdep, on a kernel built without it (no
+ * LOCKDEP_STATS: CONFIG_LOCKDEP is off, as in Debian's kernels): SKIPs
+ * the case as not for this cell, after marking env skipped, and returns
+ * true.  Any other state of lockdep is the test's to judge.
+ */
+static inline bool skip_without_lockdep(struct __test_metadata *const _metadata,
+					struct ima_env *env)
+{
+	if (access(LOCKDEP_STATS, F_OK) == 0 || errno != ENOENT)
+		return false;
+	env->skip = true;
+	CELL_SKIP(return true, "needs lockdep: %s is absent (no CONFIG_LOCKDEP)",
+		  LOCKDEP_STATS);
+}
+
 /* Lockdep must be on and quiet: no problem reported in this boot yet. */
 static inline void assert_lockdep_quiet(struct __test_metadata *const _metadata)
 {
