@@ -10,8 +10,8 @@
  *             correct for it
  *
  * Each test runs up to RACE_ITERATIONS rounds and starts no round after
- * RACE_MS of its time (the first always runs): on a fast machine the
- * count bounds it, on a slow one the clock.  With more than one CPU
+ * RACE_MS of its time (the first RACE_MIN_ROUNDS always run): on a fast
+ * machine the count bounds it, on a slow one the clock.  With more than one CPU
  * online (the debug flavor's guests) the bounds are RACE_ITERATIONS_SMP
  * and RACE_MS_SMP: the racers run at the same time there, not only at
  * their sleep points, and a narrow window needs many rounds.  Every
@@ -20,6 +20,12 @@
  * it needs, says it is ready on a pipe and blocks reading a gate pipe;
  * the parent closes the gate when all are ready, so they all return
  * from read() at once, and reaps them all before it checks anything.
+ * The closers time their close() (timed_close()), and a round raced when
+ * two of them were in the kernel together, one close() begun before the
+ * other returned (closes_overlapped()): each test says in how many
+ * rounds, and a test whose point is the race fails a run in which none
+ * did (writers_close_after_truncate always, writers_close_at_once with
+ * several CPUs), since a pass then proves nothing of the race.
  * Contents and labels are the tests' own (ima_hash_xattr()), and each
  * round's are known in advance; a failure names the round, the racer
  * and what was seen and expected.
@@ -125,6 +131,11 @@
 #define RACE_LOOPS 3
 /* writers_close_at_once: one closer per CPU of the debug flavor's guests */
 #define AT_ONCE_WRITERS 2
+/*
+ * Rounds every race runs, whatever its clock says: a slow guest (a debug
+ * kernel under TCG) must not pass a race on the one round the clock left.
+ */
+#define RACE_MIN_ROUNDS 3
 /* How long a WRITTEN_CLOSE racer waits for the others out of the gate */
 #define RACE_MEET_MS 2000
 #define RACERS_MAX 8
@@ -213,9 +224,16 @@ struct racer_result {
 	char seen[96];
 };
 
+/* CLOCK_MONOTONIC nanoseconds around a racer's close() of its writer */
+struct close_span {
+	long long start, end;
+};
+
 /* In memory shared by a round's racers and the parent. */
 struct race_shared {
 	struct racer_result results[RACERS_MAX];
+	/* each closing racer's close() (zero: it closed nothing) */
+	struct close_span closed[RACERS_MAX];
 	/* TRUNC_WRITE_CLOSE is about to close(): HOLD_CLOSE closes too */
 	int closing;
 	/* WRITTEN_CLOSE racers out of the gate: they close() when all are */
@@ -240,6 +258,8 @@ FIXTURE(race)
 	size_t label_len;
 	/* shared, anonymous */
 	struct race_shared *shared;
+	/* rounds of the last race_writers() whose closes overlapped */
+	unsigned int raced;
 };
 
 /* Page i of data after round `round' (0: the initial content). */
@@ -480,6 +500,58 @@ static long ms_since(const struct timespec *start)
 	       (now.tv_nsec - start->tv_nsec) / 1000000;
 }
 
+static long long now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/*
+ * close(fd), timed into shared->closed[i]: the evidence that the round's
+ * closers were in the kernel together (closes_overlapped()).
+ */
+static bool timed_close(const struct race_round *r, unsigned int i, int fd)
+{
+	struct close_span *span = &r->self->shared->closed[i];
+	int ret;
+
+	span->start = now_ns();
+	ret = close(fd);
+	span->end = now_ns();
+	return !ret;
+}
+
+/* Whether a racer of kind times its close() (timed_close()). */
+static bool timed_closer(enum racer_kind kind)
+{
+	return kind == WRITE_CLOSE || kind == TRUNC_WRITE_CLOSE ||
+	       kind == HOLD_CLOSE || kind == WRITTEN_CLOSE;
+}
+
+/*
+ * Whether two racers' close()s of the round were in the kernel at the
+ * same time: one began before the other returned.  Seen from user space
+ * only, but a close() that has begun and not returned is in __fput() or
+ * on its way there, and the races these tests look for are in there.
+ */
+static bool closes_overlapped(const struct race_shared *shared, unsigned int n)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			const struct close_span *a = &shared->closed[i];
+			const struct close_span *b = &shared->closed[j];
+
+			if (a->end && b->end && a->start < b->end &&
+			    b->start < a->end)
+				return true;
+		}
+	return false;
+}
+
 /*
  * A writer racer (kind < READ, but MAP_WRITE_AIO_FSYNC: racer_aio_fput()):
  * opens data (and maps it) before the gate, then writes its share of
@@ -544,7 +616,7 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 		      pwrite(fd, r->self->content + off, r->self->page, off) ==
 			      (ssize_t)r->self->page,
 		      "pwrite of its page");
-		CHECK(r, res, !close(fd), "close its writer");
+		CHECK(r, res, timed_close(r, i, fd), "close its writer");
 		break;
 	case MAP_WRITE_MUNMAP:
 		memcpy(map + off, r->self->content + off, r->self->page);
@@ -566,7 +638,7 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 			      (ssize_t)r->self->size,
 		      "pwrite of the new content");
 		__atomic_store_n(closing, 1, __ATOMIC_RELEASE);
-		CHECK(r, res, !close(fd), "close its writer");
+		CHECK(r, res, timed_close(r, i, fd), "close its writer");
 		break;
 	case HOLD_CLOSE:
 		/*
@@ -588,10 +660,10 @@ static void racer_write(const struct race_round *r, enum racer_kind kind,
 		while (!__atomic_load_n(closing, __ATOMIC_ACQUIRE))
 			if (!smp)
 				nanosleep(&nap, NULL);
-		CHECK(r, res, !close(fd), "close its writer");
+		CHECK(r, res, timed_close(r, i, fd), "close its writer");
 		break;
 	case WRITTEN_CLOSE:
-		CHECK(r, res, !close(fd), "close its writer");
+		CHECK(r, res, timed_close(r, i, fd), "close its writer");
 		break;
 	default:
 		CHECK(r, res,
@@ -910,7 +982,8 @@ static void race_round(struct __test_metadata *const _metadata,
 /*
  * Starts the next round (*round: 1, 2, ...) unless RACE_ITERATIONS are
  * done or RACE_MS have passed since start (RACE_ITERATIONS_SMP and
- * RACE_MS_SMP with more than one CPU online); the first always starts.
+ * RACE_MS_SMP with more than one CPU online); the first RACE_MIN_ROUNDS
+ * always start.
  */
 static bool race_next(struct __test_metadata *const _metadata,
 		      const struct timespec *start, unsigned int *round)
@@ -919,7 +992,7 @@ static bool race_next(struct __test_metadata *const _metadata,
 	unsigned int iterations = smp ? RACE_ITERATIONS_SMP : RACE_ITERATIONS;
 	long ms = ms_since(start), bound = smp ? RACE_MS_SMP : RACE_MS;
 
-	if (*round < iterations && (*round == 0 || ms < bound)) {
+	if (*round < iterations && (*round < RACE_MIN_ROUNDS || ms < bound)) {
 		++*round;
 		return true;
 	}
@@ -1030,6 +1103,7 @@ static unsigned int race_writers(struct __test_metadata *const _metadata,
 
 	if (rounds)
 		*rounds = 0;
+	self->raced = 0;
 	if (self->env.skip)
 		return 0;
 	ima_env_quiet(_metadata, &self->env);
@@ -1039,9 +1113,17 @@ static unsigned int race_writers(struct __test_metadata *const _metadata,
 			fill_page(self->content + i * self->page, self->page,
 				  r.round, i);
 		race_round(_metadata, &r, kinds, n);
+		self->raced += closes_overlapped(self->shared, n);
 		assert_round_written(_metadata, self, r.round, true);
 		kthread_last += self->shared->kthread_last;
 	}
+	for (i = 0; i < n && !timed_closer(kinds[i]); i++)
+		;
+	for (i++; i < n && !timed_closer(kinds[i]); i++)
+		;
+	if (i < n)
+		TH_LOG("closes overlapped in %u of %u rounds", self->raced,
+		       r.round);
 	if (rounds)
 		*rounds = r.round;
 	return kthread_last;
@@ -1078,9 +1160,19 @@ TEST_F(race, writers_close_at_once)
 		WRITTEN_CLOSE, WRITTEN_CLOSE,
 	};
 
+	unsigned int rounds;
+
 	/* Writer i writes page i; the others keep their content. */
 	race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds),
-		     AT_ONCE_WRITERS, NULL);
+		     AT_ONCE_WRITERS, &rounds);
+	/* With one CPU a close runs to its end first: nothing to prove. */
+	if (self->env.skip || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return;
+	ASSERT_LT(0, self->raced)
+	{
+		TH_LOG("no round of %u had both closes in the kernel at once: nothing raced",
+		       rounds);
+	}
 }
 
 /*
@@ -1125,8 +1217,8 @@ TEST_F(race, writers_close_after_truncate)
 		HOLD_CLOSE,
 		TRUNC_WRITE_CLOSE,
 	};
-	unsigned int i, rounds = sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
-					 TRUNC_ROUNDS_SMP : TRUNC_ROUNDS;
+	unsigned int i, raced = 0, rounds = sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
+						    TRUNC_ROUNDS_SMP : TRUNC_ROUNDS;
 	struct race_round r = { .self = self };
 	struct timespec start;
 
@@ -1143,10 +1235,18 @@ TEST_F(race, writers_close_after_truncate)
 			fill_page(self->content + i * self->page, self->page,
 				  r.round, i);
 		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
+		raced += closes_overlapped(self->shared, ARRAY_SIZE(kinds));
 		/* 4 MB: a read back costs a fifth of the round */
 		assert_round_written(_metadata, self, r.round, false);
 	}
-	TH_LOG("%u rounds in %ld ms", rounds, ms_since(&start));
+	TH_LOG("%u rounds in %ld ms, %u with the closes overlapping", rounds,
+	       ms_since(&start), raced);
+	/* The holder's close must have begun inside the truncater's. */
+	ASSERT_LT(0, raced)
+	{
+		TH_LOG("in no round of %u did a close begin before the other returned: nothing raced",
+		       rounds);
+	}
 }
 
 /* Fails on a kernel whose last writer does not label the file (0013). */
