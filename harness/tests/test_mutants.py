@@ -351,3 +351,25 @@ def test_with_programs_only_their_trailers_are_judged() -> None:
     assert v.evidence[1] == f"{opened}: not booted (PROGRAMS=)"
     assert not regressions.judge("m", (MISSING, opened),
                                  [cell]).caught
+
+
+def test_the_history_table_names_real_cases_and_mutants() -> None:
+    # doc/history.md: each upstream fix, the cases its revert fails and
+    # the mutant that reverts it.  A row must name cases of the suite and
+    # mutants that exist, or say GAP (or n/a) where there is none.
+    import re
+    ids = set(case_ids())
+    patches = {p.name[:4] for p in (REPO / "kernel-patches" / "regressions").glob("*.patch")}
+    rows = [line.split("|") for line in (REPO / "doc" / "history.md").read_text().splitlines()
+            if re.match(r"^\| \d+ \|", line)]
+    assert len(rows) >= 30
+    for cols in rows:
+        cases, mutant = cols[7], cols[8]
+        named = re.findall(r"\b([a-z_]+_test/[\w.]+\w)", cases)
+        assert [c for c in named if c not in ids] == [], cols[1]
+        numbers = re.findall(r"\b(00\d\d)\b", mutant)
+        assert numbers or "GAP" in mutant or "n/a" in mutant, cols[1]
+        assert [n for n in numbers if n not in patches] == [], cols[1]
+    closed = sum(bool(re.search(r"\b00\d\d\b", cols[8])) and "GAP" not in cols[8]
+                 for cols in rows)
+    assert closed >= 22
