@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -793,6 +794,22 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     return result
 
 
+# What the guest cannot read from the kernel it runs: without
+# CONFIG_IMA_WRITE_POLICY the builtin appraise_tcb policy has no "appraise
+# func=POLICY_CHECK" rule, so nothing ORs IMA_APPRAISE_POLICY into
+# ima_appraise and ima_appraise=off is off under it too (Debian's kernels;
+# selftests cell.h, cell_appraises()).  Without CONFIG_IMA_READ_POLICY the
+# guest cannot read the policy to see it.
+NO_POLICY_CHECK = "ima_selftest.policy_check=0"
+
+
+def kernel_facts(config: Path) -> str:
+    """The command line that tells the guest what its kernel's
+    configuration decides and the guest cannot see (NO_POLICY_CHECK)."""
+    text = config.read_text(errors="replace")
+    return "" if re.search(r"^CONFIG_IMA_WRITE_POLICY=y$", text, re.M) else NO_POLICY_CHECK
+
+
 def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, accel: str,
                out: Path, build: Path, programs: tuple[str, ...], n: int,
                select: bool, profile_hz: int = 0) -> results.Boot:
@@ -808,7 +825,7 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     cmdline = " ".join(filter(None, (qemu.HARNESS_MARKER, flavor.cmdline(cell.arch),
                                      images.boot_args(cell.hash)
                                      if variant and variant.image else "",
-                                     cell.cmdline(),
+                                     kernel_facts(kernel.config), cell.cmdline(),
                                      qemu.MAKE_RUNNER if matrix_mod.make_path(matrix, cell)
                                      else "")))
     if select:

@@ -225,3 +225,16 @@ def test_a_shipped_kernel_proves_no_lockdep() -> None:
     assert flavors.SHIPPED.missing_coverage("no banner at all") == []
     assert flavors.FLAVORS[flavors.PLAIN].missing_coverage("no banner at all") == ["lockdep"]
     assert "shipped" not in flavors.FLAVORS     # no variant asks for it by flavor:
+
+
+def test_a_kernel_without_write_policy_tells_the_guest_off_is_off(tmp_path: Path) -> None:
+    # Without CONFIG_IMA_WRITE_POLICY appraise_tcb has no POLICY_CHECK
+    # rule and ima_appraise=off is off under it (selftests cell.h); a
+    # kernel without CONFIG_IMA_READ_POLICY cannot show the guest its
+    # policy, so the harness says it from the kernel's configuration.
+    from harness import runner
+    config = tmp_path / "config"
+    config.write_text("CONFIG_IMA=y\n# CONFIG_IMA_WRITE_POLICY is not set\n")
+    assert runner.kernel_facts(config) == "ima_selftest.policy_check=0"
+    config.write_text("CONFIG_IMA=y\nCONFIG_IMA_WRITE_POLICY=y\n")
+    assert runner.kernel_facts(config) == ""

@@ -40,6 +40,12 @@ struct cell {
 	int hash_algo;
 	/* ima_appraise_setattr=remove: post_setattr removes security.ima */
 	bool setattr_remove;
+	/*
+	 * The builtin policy has its "appraise func=POLICY_CHECK" rule
+	 * (CONFIG_IMA_WRITE_POLICY): false if the harness says
+	 * ima_selftest.policy_check=0 (see cell_appraises()).
+	 */
+	bool policy_check;
 };
 
 /* SKIP for a reason the cell states; the harness accepts only these. */
@@ -182,6 +188,8 @@ static inline int read_cell(struct cell *cell)
 	else
 		cell->hash_algo = kernel_hash_algo();
 
+	cell->policy_check = !cmdline_has(cmdline, "ima_selftest.policy_check=0");
+
 	cell->setattr_remove = cmdline_value(cmdline, "ima_appraise_setattr",
 					     val, sizeof(val)) &&
 			       !strcmp(val, "remove");
@@ -210,11 +218,16 @@ static inline int read_cell(struct cell *cell)
  * IMA_APPRAISE_POLICY into ima_appraise, so IMA_APPRAISE stays in
  * ima_policy_flag: files are still appraised and failures logged, but
  * neither denied (no IMA_APPRAISE_ENFORCE) nor repaired (no
- * IMA_APPRAISE_FIX): builtin/legacy off behaves as log.
+ * IMA_APPRAISE_FIX): builtin/legacy off behaves as log.  That rule exists
+ * only with CONFIG_IMA_WRITE_POLICY: without it (Debian's kernels) off is
+ * off under every policy.  A kernel without CONFIG_IMA_READ_POLICY cannot
+ * show its policy to the tests, so the harness, which reads the kernel's
+ * configuration, says so on the command line (policy_check).
  */
 static inline bool cell_appraises(const struct cell *cell)
 {
-	return cell->mode != MODE_OFF || cell->policy != POLICY_CUSTOM;
+	return cell->mode != MODE_OFF ||
+	       (cell->policy != POLICY_CUSTOM && cell->policy_check);
 }
 
 #endif /* _IMA_APPRAISE_CELL_H */
