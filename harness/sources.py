@@ -143,7 +143,9 @@ def version_of_tree(tree: Path) -> str | None:
     return f"{v.group(1)}.{p.group(1)}" if v and p else None
 
 
-def _key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
+    """A kernel version ("6.1", "6.12", "6.1.192") as the tuple that sorts
+    and compares it by number: 6.1 < 6.1.192 < 6.12 < 7.2."""
     return tuple(int(x) for x in version.split("."))
 
 
@@ -151,10 +153,10 @@ def nearest(sources: dict[str, Source], version: str | None) -> Source:
     """The source whose configuration a tree of this version takes: the
     newest at or below it (a 7.3 tree configures like 7.2), else the
     oldest; with no version known, the oldest."""
-    ordered = sorted(sources.values(), key=lambda s: _key(s.version))
+    ordered = sorted(sources.values(), key=lambda s: version_key(s.version))
     if version is None:
         return ordered[0]
-    below = [s for s in ordered if _key(s.version) <= _key(version)]
+    below = [s for s in ordered if version_key(s.version) <= version_key(version)]
     return below[-1] if below else ordered[0]
 
 

@@ -84,6 +84,15 @@ def test_bad_sources_are_one_clear_error(tmp_path: Path, yaml_text: str, message
     assert str(tmp_path / "matrix.yaml") in str(e.value)
 
 
+def test_versions_compare_by_number_not_as_text() -> None:
+    ordered = ["5.15", "6.1", "6.1.192", "6.2", "6.12", "7.2"]
+    assert sorted(reversed(ordered), key=sources.version_key) == ordered
+    assert sources.version_key("6.12") > sources.version_key("6.2")    # as text: smaller
+    assert sources.version_key("6.1.192") < sources.version_key("6.12")
+    assert sources.version_key("7.2") == (7, 2)
+    assert sources.version_key("6.1.0") > sources.version_key("6.1")
+
+
 def test_a_tree_of_one_s_own_is_configured_like_the_nearest_version_below(tmp_path: Path) -> None:
     srcs = matrix.load(REPO / "matrix.yaml").sources
     for version, want in [("7.3", "7.2"), ("7.2", "7.2"), ("6.18", "6.12"), ("6.6", "6.1"),
