@@ -3,6 +3,7 @@ results.json, JUnit XML and the summary table."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -144,15 +145,44 @@ _FAILED_CHECK = re.compile(r"[^:\s]+:\d+:[^:\s]+:Expected ")
 TIMED_OUT = "TIMED OUT: "
 
 
+def _failed_checks(t: TestResult) -> list[str]:
+    """The lines of t's log that report a failed ASSERT/EXPECT, stripped."""
+    return [line.strip() for line in t.log if _FAILED_CHECK.match(line.strip())]
+
+
 def crash_of(t: TestResult) -> str | None:
     """How a failed case crashed (its harness line), or None if it failed by
     its own checks."""
     if crash := next((line.strip() for line in t.log if _CRASHED.search(line)), None):
         return crash
     aborted = next((line.strip() for line in t.log if _ABORTED.search(line)), None)
-    if aborted and not any(_FAILED_CHECK.match(line.strip()) for line in t.log):
+    if aborted and not _failed_checks(t):
         return (f"{aborted}, with no failed ASSERT/EXPECT before it (an abort() of its own: "
                 "glibc's heap checks, assert())")
+    return None
+
+
+class _Ending(enum.Enum):
+    """How a failed case ended other than by its own checks."""
+    NO_RESULT = "no result line"
+    CRASHED = "crashed"
+    OWN_CLOCK = "ran out of its own time"
+    NO_CHECK = "no failed check in its log"
+
+
+def _ended_otherwise(t: TestResult) -> tuple[_Ending, str] | None:
+    """How a failed case proves nothing of its own checks, the first that
+    applies, and what says so: its reason (NO_RESULT), crash_of()
+    (CRASHED), its TIMED_OUT line (OWN_CLOCK), its reason or a sentence
+    (NO_CHECK); None: a failed ASSERT/EXPECT of its own is in its log."""
+    if t.reason.startswith(NO_RESULT_PREFIX):
+        return _Ending.NO_RESULT, t.reason
+    if crash := crash_of(t):
+        return _Ending.CRASHED, crash
+    if late := timed_out_of(t):
+        return _Ending.OWN_CLOCK, late
+    if not _failed_checks(t):
+        return _Ending.NO_CHECK, t.reason or "no failed ASSERT/EXPECT in its log"
     return None
 
 
@@ -160,13 +190,8 @@ def not_by_its_checks(t: TestResult) -> str | None:
     """Why a failed case proves nothing of its own checks (it crashed, ran
     out of its clock, had no result, or only a kernel splat failed it), or
     None: a failed ASSERT/EXPECT of its own is in its log."""
-    if t.reason.startswith(NO_RESULT_PREFIX):
-        return t.reason
-    if why := crash_of(t) or timed_out_of(t):
-        return why
-    if not any(_FAILED_CHECK.match(line.strip()) for line in t.log):
-        return t.reason or "no failed ASSERT/EXPECT in its log"
-    return None
+    how = _ended_otherwise(t)
+    return how[1] if how else None
 
 
 def _other_check(t: TestResult, failing: str) -> str | None:
@@ -176,7 +201,7 @@ def _other_check(t: TestResult, failing: str) -> str | None:
     empty."""
     if not failing:
         return None
-    checks = [line.strip() for line in t.log if _FAILED_CHECK.match(line.strip())]
+    checks = _failed_checks(t)
     if not checks:
         return "no failed check in its log"
     return next((c for c in checks if not re.search(failing, c)), None)
@@ -191,9 +216,8 @@ def _judge_skip(t: TestResult, why: str | None) -> TestResult:
     the reason, None if it must run): a skip after a failed check, a skip
     where it must run, and a run where it must skip each fail it."""
     if t.status == Status.SKIP:
-        if check := next((line.strip() for line in t.log
-                          if _FAILED_CHECK.match(line.strip())), None):
-            return TestResult(t.name, Status.FAIL, f"skipped after a failed check: {check} "
+        if checks := _failed_checks(t):
+            return TestResult(t.name, Status.FAIL, f"skipped after a failed check: {checks[0]} "
                               f"(skip: {t.reason})", t.log)
         if why is None:
             return TestResult(t.name, Status.FAIL, f"skipped where it must run ({t.reason}); "
@@ -212,22 +236,22 @@ def timed_out_of(t: TestResult) -> str | None:
     return next((line.strip() for line in t.log if TIMED_OUT in line), None)
 
 
-def _expect(t: TestResult, why: str | None, missing: bool) -> TestResult:
+def _expect(t: TestResult, why: str | None) -> TestResult:
     """t judged against a known failure (why: its reason, None if none).
     Only a real `not ok` becomes xfail: a missing result (the guest or the
     program crashed, or was killed) or a case that crashed or timed out
-    (kselftest's timeout or its own) stays a failure, with what
-    happened."""
+    (kselftest's timeout or its own) stays a failure, with what happened
+    (not_by_its_checks(); a `not ok` with no failed check in its log is
+    judged by the known failure's pattern, _other_check())."""
     if why is None:
         return t
     if t.status == Status.FAIL:
-        crash = None if missing else crash_of(t)
-        if missing or crash:
-            what = t.reason if missing else crash
+        how, what = _ended_otherwise(t) or (None, "")
+        if how in (_Ending.NO_RESULT, _Ending.CRASHED):
             return TestResult(t.name, Status.FAIL, f"{what} (a known failure of this kernel, "
                               f"but it must fail by its checks, not like this: {why})", t.log)
-        if late := timed_out_of(t):
-            return TestResult(t.name, Status.FAIL, f"timed out by its own clock: {late} (a "
+        if how == _Ending.OWN_CLOCK:
+            return TestResult(t.name, Status.FAIL, f"timed out by its own clock: {what} (a "
                               "known failure of this kernel, but it must fail by its checks, "
                               f"not by running out of time: {why})", t.log)
         if other := _other_check(t, getattr(why, "failing", "")):
@@ -413,7 +437,7 @@ def _tests(sv: _Seen, expected: tuple[Case, ...], known: Callable[[str], str | N
                            _why_missing(sv.boot.outcome, sv.run, case.suite, list(sv.splats)))
         else:
             t = TestResult(case.id, r.status, r.reason, r.log)
-        t = _expect(t, known(case.id), missing=r is None)
+        t = _expect(t, known(case.id))
         tests.append(_judge_skip(t, expected_skip(case.id)) if expected_skip else t)
     for suite in sv.run.suites:  # reported but not in the sources: still shown
         for r in suite.cases:
