@@ -257,3 +257,14 @@ def test_an_unreachable_mirror_is_not_a_suite_that_moved_on(tmp_path: Path,
         sources.fetch(S72, tmp_path, say=lambda _: None)
     assert str(e.value).startswith("cannot read Debian sid's package lists from ")
     assert "gone" not in str(e.value)
+
+
+def test_deps_modules_share_their_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    args = sources.deps_parser("sources", "", ("packages", "fetch")).parse_args(
+        ["fetch", "--build-dir=/b"])
+    assert (args.what, args.build_dir, args.matrix) == ("fetch", Path("/b"),
+                                                         REPO / "matrix.yaml")
+    assert sources.main(["packages", f"--matrix={REPO / 'matrix.yaml'}"]) == 0
+    assert "linux-source-6.1" in capsys.readouterr().out.split()
+    sources.deps_say("a line")
+    assert capsys.readouterr().out == "deps: a line\n"
