@@ -419,8 +419,8 @@ def _mutants(args: argparse.Namespace) -> int:
     for i in range(args.repeat):
         if args.repeat > 1:
             print(f"mutants: run {i + 1} of {args.repeat}", flush=True)
-        run = runner.run(m, list(cells), expected, REPO, args.build_dir.resolve(),
-                         jobs=args.jobs, programs=programs)
+        run = runner.run(runner.RunRequest(m, list(cells), expected, args.build_dir.resolve(),
+                                           jobs=args.jobs, programs=programs))
         runs.append([mutants.judge(mu.variant, mu.caught_by,
                                    [c for c in run.cells if c.cell.variant == mu.variant],
                                    booting)

@@ -131,11 +131,11 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         tr.write_line(line) if tr else print(line, flush=True)
 
     try:
-        config.stash[_RUN] = runner.run(
-            _matrix(config), cells, _expected(config), REPO,
+        config.stash[_RUN] = runner.run(runner.RunRequest(
+            _matrix(config), cells, _expected(config),
             Path(config.getoption("build_dir")).resolve(), jobs=config.getoption("jobs"),
             make_jobs=config.getoption("make_jobs"), accel=config.getoption("accel"), log=log,
-            programs=config.stash.get(_PROGRAMS, {}), profile_hz=config.getoption("profile"))
+            programs=config.stash.get(_PROGRAMS, {}), profile_hz=config.getoption("profile")))
     except HarnessError as e:
         log(f"ERROR: {e}")
         config.stash[_ERROR] = str(e)

@@ -304,8 +304,8 @@ def test_the_runner_boots_again_for_the_programs_that_ran_without_lockdep(
     for name in ("bzImage", "config", "initrd"):
         (tmp_path / name).write_text(name)
     kernel = BuiltKernel(tmp_path / "bzImage", tmp_path / "config", "variant patched\n")
-    r = runner._boot_cell(m, cell, kernel, tmp_path / "initrd", "tcg", EXPECTED, tmp_path,
-                          tmp_path)
+    r = runner._boot_cell(runner.CellBoot(m, cell, kernel, tmp_path / "initrd", "tcg",
+                                          tmp_path / cell.id, tmp_path), EXPECTED)
     assert asked == [(every, "console.log"), (every[1:], "console-2.log"),
                      (every[2:], "console-3.log")]
     assert [(sp.test, sp.console) for sp in r.splats] == [("open_test/f.b", "console.log"),
@@ -316,8 +316,8 @@ def test_the_runner_boots_again_for_the_programs_that_ran_without_lockdep(
     # With one continuation boot, mmap_test stays uncovered, and says so.
     monkeypatch.setattr(results, "CONTINUATION_BOOTS", 1)
     asked.clear()
-    r = runner._boot_cell(m, cell, kernel, tmp_path / "initrd", "tcg", EXPECTED, tmp_path,
-                          tmp_path)
+    r = runner._boot_cell(runner.CellBoot(m, cell, kernel, tmp_path / "initrd", "tcg",
+                                          tmp_path / cell.id, tmp_path), EXPECTED)
     assert len(asked) == 2 and r.rerun == ()
     assert "mmap_test ran without lockdep in the last of the cell's 2 boots: not covered " \
         "(1 continuation boots at most)" in r.problems

@@ -162,8 +162,10 @@ def test_the_runner_builds_such_a_tree_as_a_turn_and_records_its_commit(
                         kernel_tree=repo)
     art = runner.Artifacts()
     lines: list[str] = []
-    runner._build_kernels(m, "x86_64", ["local"], {kbuild.DEFAULT_VERSION: pristine}, repo,
-                          tmp_path / "build", 1, {}, art, lines.append)
+    runner._build_kernels(runner.KernelBuilds(m, repo, tmp_path / "build", 1,
+                                              {kbuild.DEFAULT_VERSION: pristine}, {}, art,
+                                              lines.append),
+                          "x86_64", ["local"])
     assert calls == [ktree.Overlay(pristine, repo, ("lib/answer.c",))]
     tree = {"path": str(repo), "describe": head[:7], "commit": head}
     assert art.trees == {"local": tree}

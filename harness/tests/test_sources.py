@@ -220,7 +220,7 @@ def test_a_run_with_nothing_built_is_one_error_and_a_bisect_skip(
     monkeypatch.setattr(runner, "build_stage", build_stage)
     monkeypatch.setattr(runner, "boot_stage", no_boot)
     lines: list[str] = []
-    rr = runner.run(m, list(m.cells), (), REPO, tmp_path, log=lines.append)
+    rr = runner.run(runner.RunRequest(m, list(m.cells), (), tmp_path, log=lines.append))
     errors = [line for line in lines if line.startswith("ERROR:")]
     assert len(errors) == 1 and errors[0].count(reason) == 1
     assert rr.exit_status == runner.EXIT_INFRASTRUCTURE
