@@ -321,41 +321,61 @@ def _read_boot(boot: Boot, known_splat: KnownSplatCheck) -> _Seen:
     return _Seen(boot, run, log, tuple(found), marks)
 
 
+def _no_reason(name: str) -> str | None:
+    return None
+
+
+def _no_known_splat(signature: str, at_boot: bool) -> str | None:
+    return None
+
+
+def _no_missing_coverage(console: str) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class VerdictContext:
+    """What a cell's boots are judged against (evaluate_boots()): the cell,
+    the cases it must report, and what the matrix expects of its kernel.
+
+    known(test name) says why that test is expected to fail in this cell
+    (matrix.Variant.expected_failure), or None; known_splat(signature,
+    at_boot) the same of a splat (matrix.Variant.known_splat; at_boot:
+    printed before the boot's first program started): such a splat fails
+    neither the cell nor its test.  missing_coverage(console) names the
+    detectors of the cell's flavor (harness/flavors.py) a boot's console
+    does not show running: each fails the cell.  expected_skip(test name)
+    says why that test skips itself in this cell
+    (matrix.Variant.expected_skip), or None: it must run (see
+    _judge_skip); without it, skips are not judged case by case."""
+    cell: Cell
+    expected: tuple[Case, ...]
+    accel: str
+    artifacts: Path | None = None       # the cell's directory of the run
+    known: Callable[[str], str | None] = _no_reason
+    known_splat: KnownSplatCheck = _no_known_splat
+    missing_coverage: Callable[[str], list[str]] = _no_missing_coverage
+    expected_skip: SkipCheck | None = None
+
+
 def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel: str,
-             artifacts: Path | None = None,
-             known: Callable[[str], str | None] = lambda name: None,
-             known_splat: KnownSplatCheck = lambda signature, at_boot: None,
-             missing_coverage: Callable[[str], list[str]] = lambda console: [],
-             expected_skip: SkipCheck | None = None,
-             ) -> CellResult:
-    """One boot that ran every program of expected."""
+             artifacts: Path | None = None, **checks: Callable) -> CellResult:
+    """One boot that ran every program of expected; checks: known,
+    known_splat, missing_coverage and expected_skip of VerdictContext."""
     programs = tuple(dict.fromkeys(c.suite for c in expected))
-    return evaluate_boots(cell, [Boot(outcome, programs)], expected, accel, artifacts, known,
-                          known_splat, missing_coverage, expected_skip)
+    return evaluate_boots(VerdictContext(cell, expected, accel, artifacts, **checks),
+                          [Boot(outcome, programs)])
 
 
-def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], accel: str,
-                   artifacts: Path | None = None,
-                   known: Callable[[str], str | None] = lambda name: None,
-                   known_splat: KnownSplatCheck = lambda signature, at_boot: None,
-                   missing_coverage: Callable[[str], list[str]] = lambda console: [],
-                   expected_skip: SkipCheck | None = None,
-                   ) -> CellResult:
+def evaluate_boots(ctx: VerdictContext, boots: list[Boot]) -> CellResult:
     """The cell's verdict from its boots: the first, then its continuation
     boots, each running the programs the one before lost lockdep (or
     panicked) before.  A program's cases come from the last boot that ran
     it, unless an earlier one failed by its checks (_merged()); the
-    splats of all.  known(test name) says why that test is
-    expected to fail in this cell (matrix.Variant.expected_failure), or
-    None; known_splat(signature, at_boot) the same of a splat
-    (matrix.Variant.known_splat; at_boot: printed before the boot's first
-    program started): such a splat fails neither the cell nor its test.
-    missing_coverage(console) names the detectors of the cell's flavor
-    (harness/flavors.py) a boot's console does not show running: each
-    fails the cell.  expected_skip(test name) says why that test skips
-    itself in this cell (matrix.Variant.expected_skip), or None: it must
-    run (see _judge_skip); without it, skips are not judged case by case.
-    """
+    splats of all."""
+    cell, expected, accel, artifacts = ctx.cell, ctx.expected, ctx.accel, ctx.artifacts
+    known, known_splat = ctx.known, ctx.known_splat
+    missing_coverage, expected_skip = ctx.missing_coverage, ctx.expected_skip
     seen = [_read_boot(b, known_splat) for b in boots]
     runs: dict[str, list[tuple[int, str, TestResult]]] = {}
     problems: list[str] = []

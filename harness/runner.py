@@ -831,12 +831,12 @@ def _boot_cell(cb: CellBoot, expected: tuple[Case, ...],
     boots = [_boot_once(cb, every, 1, select=bool(programs))]
     # A Debian image is judged by what its configuration has: no lockdep.
     coverage = (flavors.SHIPPED if variant and variant.image else cb.flavor).missing_coverage
-    result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
-                                    coverage, expected_skip)
+    ctx = results.VerdictContext(cell, expected, accel, out, known, known_splat, coverage,
+                                 expected_skip)
+    result = results.evaluate_boots(ctx, boots)
     while result.rerun:
         boots.append(_boot_once(cb, result.rerun, len(boots) + 1, select=True))
-        result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
-                                        coverage, expected_skip)
+        result = results.evaluate_boots(ctx, boots)
     symbols = kernel.symbols
     if result.splats and symbols is None and kernel.dbg is not None:
         try:
