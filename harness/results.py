@@ -370,86 +370,50 @@ def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel
 def evaluate_boots(ctx: VerdictContext, boots: list[Boot]) -> CellResult:
     """The cell's verdict from its boots: the first, then its continuation
     boots, each running the programs the one before lost lockdep (or
-    panicked) before.  A program's cases come from the last boot that ran
-    it, unless an earlier one failed by its checks (_merged()); the
-    splats of all."""
-    cell, expected, accel, artifacts = ctx.cell, ctx.expected, ctx.accel, ctx.artifacts
-    known, known_splat = ctx.known, ctx.known_splat
-    missing_coverage, expected_skip = ctx.missing_coverage, ctx.expected_skip
-    seen = [_read_boot(b, known_splat) for b in boots]
-    runs: dict[str, list[tuple[int, str, TestResult]]] = {}
-    problems: list[str] = []
-    for n, sv in enumerate(seen, 1):
-        mine = tuple(c for c in expected if c.suite in sv.boot.programs)
-        boot_tests = _tests(sv, mine, known, expected_skip)
-        for t in boot_tests:
-            runs.setdefault(t.name, []).append((n, sv.boot.console, t))
-        prefix = f"boot {n} ({sv.boot.console}): " if n > 1 else ""
-        problems += [prefix + p for p in _boot_problems(sv.boot.outcome, sv.run, sv.splats,
-                                                        boot_tests, mine)]
-        problems += [prefix + p for p in _coverage_problems(sv, boot_tests)]
-        if missing := missing_coverage(sv.boot.outcome.console):
-            problems.append(f"{prefix}the kernel ran without {', '.join(missing)}: the "
-                            "flavor's checks were not in force")
-    tests = {name: _merged(r) for name, r in runs.items()}
+    panicked) before.  Each boot's cases are judged against the known
+    failures and skips (_boot_tests()), then merged across the boots
+    (_case_results()) and failed by the splats made while they ran
+    (_failed_by_splats()); what fails the cell besides its cases
+    (_boot_problems_of(), _continuation()) and its status
+    (_cell_status()) come after."""
+    seen = [_read_boot(b, ctx.known_splat) for b in boots]
+    tested = [_boot_tests(ctx, sv) for sv in seen]
+    problems = _boot_problems_of(ctx, seen, tested)
     found = tuple(sp for sv in seen for sp in sv.splats)
-    for sp in found:
-        if sp.test in tests and not sp.known:
-            tests[sp.test] = _failed_by(tests[sp.test], sp)
-    order = {c.id: i for i, c in enumerate(expected)}
-    merged = sorted(tests.values(), key=lambda t: order.get(t.name, len(order)))
-    rerun = _rerun(seen[-1])
-    stopper = _stopper(seen)
-    if rerun and stopper:
-        problems.append(f"{', '.join(rerun)} ran without lockdep: boot {len(boots)} lost it "
-                        f"again to {stopper.kind}: {stopper.title}, reported by an earlier "
-                        "boot; another boot would only show it again")
-        rerun = ()
-    if rerun and len(seen) > 1 and _lost_at_boot(seen[-1]):
-        problems.append(f"{', '.join(rerun)} ran without lockdep: boot {len(boots)} lost it "
-                        "at boot too, before the first program; another boot would only "
-                        "lose it again")
-        rerun = ()
-    if rerun and len(boots) > CONTINUATION_BOOTS:
-        problems.append(f"{', '.join(rerun)} ran without lockdep in the last of the cell's "
-                        f"{len(boots)} boots: not covered ({CONTINUATION_BOOTS} continuation "
-                        "boots at most)")
-    infra = [p for sv in seen for p in sv.log.problems]
-    failed = [t for t in merged if t.status in FAILING]
+    tests = _failed_by_splats(_case_results(ctx, seen, tested), found)
+    rerun, uncovered = _continuation(seen)
+    problems += uncovered
     outcomes = [sv.boot.outcome for sv in seen]
     clocks = [c for c in map(clock_ahead, outcomes) if c]
-    problems = clocks + problems
-    if any(o.timed_out for o in outcomes):
-        status = Status.TIMEOUT
-    elif any(sp.kind == "panic" for sp in found):
-        status = Status.PANIC
-    elif clocks:
-        # Neither its failures nor its passes: an infrastructure error.
-        status = Status.ERROR
-    elif problems or failed:
-        status = Status.FAIL
-    elif infra:
-        status = Status.ERROR
-    else:
-        status = Status.PASS
-    problems += infra
+    infra = [p for sv in seen for p in sv.log.problems]
+    failed = [t for t in tests if t.status in FAILING]
+    status = _cell_status(outcomes, found, clocks, bool(problems or failed), infra)
+    problems = clocks + problems + infra
     reason = problems[0] if problems else (
         f"{len(failed)} test(s) failed: " + ", ".join(t.name for t in failed[:3]) if failed else "")
     # Rounded as results.json keeps it: a summary made from a merge of shards'
     # results.json (harness/merge.py) then prints the same tenths.
-    return CellResult(cell, accel, status, reason,
+    return CellResult(ctx.cell, ctx.accel, status, reason,
                       round(sum(o.duration_s for o in outcomes), 2), found,
-                      tuple(merged), artifacts, all(sv.run.ended for sv in seen),
-                      tuple(problems), _timing(seen),
-                      rerun if len(boots) <= CONTINUATION_BOOTS else (), len(boots),
+                      tuple(tests), ctx.artifacts, all(sv.run.ended for sv in seen),
+                      tuple(problems), _timing(seen), rerun, len(boots),
                       _hung_at_boot(outcomes[0]) if outcomes else "")
 
 
-def _tests(sv: _Seen, expected: tuple[Case, ...], known: Callable[[str], str | None],
-           expected_skip: SkipCheck | None = None) -> list[TestResult]:
+def _boot_cases(ctx: VerdictContext, sv: _Seen) -> tuple[Case, ...]:
+    """The expected cases of the programs this boot ran."""
+    return tuple(c for c in ctx.expected if c.suite in sv.boot.programs)
+
+
+def _boot_tests(ctx: VerdictContext, sv: _Seen) -> list[TestResult]:
+    """One boot's results of its cases (_boot_cases()), each judged against
+    the cell's known failures (_expect()) and the skips the matrix expects
+    (_judge_skip()); a case it did not report fails, saying why
+    (_why_missing()).  Then the cases it reported that the sources do not
+    have, as they are."""
     tests: list[TestResult] = []
     seen = set()
-    for case in expected:
+    for case in _boot_cases(ctx, sv):
         r = sv.run.case(case.suite, case.name)
         seen.add((case.suite, case.name))
         if r is None:
@@ -457,13 +421,98 @@ def _tests(sv: _Seen, expected: tuple[Case, ...], known: Callable[[str], str | N
                            _why_missing(sv.boot.outcome, sv.run, case.suite, list(sv.splats)))
         else:
             t = TestResult(case.id, r.status, r.reason, r.log)
-        t = _expect(t, known(case.id))
-        tests.append(_judge_skip(t, expected_skip(case.id)) if expected_skip else t)
+        t = _expect(t, ctx.known(case.id))
+        tests.append(_judge_skip(t, ctx.expected_skip(case.id)) if ctx.expected_skip else t)
     for suite in sv.run.suites:  # reported but not in the sources: still shown
         for r in suite.cases:
             if (suite.name, r.name) not in seen:
                 tests.append(TestResult(f"{suite.name}/{r.name}", r.status, r.reason, r.log))
     return tests
+
+
+def _boot_problems_of(ctx: VerdictContext, seen: list[_Seen],
+                      tested: list[list[TestResult]]) -> list[str]:
+    """What fails the cell in each boot besides its cases' results
+    (_boot_problems(): hangs, panics, unknown splats, programs that ended
+    badly; _coverage_problems(): lockdep lost unexplained, cases without
+    markers; the flavor's detectors missing), a continuation boot's
+    prefixed with its number and console."""
+    problems: list[str] = []
+    for n, (sv, boot_tests) in enumerate(zip(seen, tested), 1):
+        prefix = f"boot {n} ({sv.boot.console}): " if n > 1 else ""
+        problems += [prefix + p for p in _boot_problems(sv.boot.outcome, sv.run, sv.splats,
+                                                        boot_tests, _boot_cases(ctx, sv))]
+        problems += [prefix + p for p in _coverage_problems(sv, boot_tests)]
+        if missing := ctx.missing_coverage(sv.boot.outcome.console):
+            problems.append(f"{prefix}the kernel ran without {', '.join(missing)}: the "
+                            "flavor's checks were not in force")
+    return problems
+
+
+def _case_results(ctx: VerdictContext, seen: list[_Seen],
+                  tested: list[list[TestResult]]) -> list[TestResult]:
+    """Each case's one result from the boots that ran it (_merged()), in
+    the order of the expected cases (those the sources do not have last)."""
+    runs: dict[str, list[tuple[int, str, TestResult]]] = {}
+    for n, (sv, boot_tests) in enumerate(zip(seen, tested), 1):
+        for t in boot_tests:
+            runs.setdefault(t.name, []).append((n, sv.boot.console, t))
+    order = {c.id: i for i, c in enumerate(ctx.expected)}
+    return sorted((_merged(r) for r in runs.values()),
+                  key=lambda t: order.get(t.name, len(order)))
+
+
+def _failed_by_splats(tests: list[TestResult], found: tuple[Splat, ...]) -> list[TestResult]:
+    """tests, each case during which the kernel made a report that is not
+    a known splat of the cell failed by it (_failed_by())."""
+    by_name = {t.name: t for t in tests}
+    for sp in found:
+        if sp.test in by_name and not sp.known:
+            by_name[sp.test] = _failed_by(by_name[sp.test], sp)
+    return list(by_name.values())
+
+
+def _continuation(seen: list[_Seen]) -> tuple[tuple[str, ...], list[str]]:
+    """The programs to boot again with lockdep on (_rerun() of the last
+    boot), and the problems of those no further boot would cover: lockdep
+    lost again to a report an earlier boot made, or at boot again, or the
+    cell out of continuation boots (CONTINUATION_BOOTS)."""
+    rerun = _rerun(seen[-1])
+    stopper = _stopper(seen)
+    boots = len(seen)
+    if rerun and stopper:
+        return (), [f"{', '.join(rerun)} ran without lockdep: boot {boots} lost it "
+                    f"again to {stopper.kind}: {stopper.title}, reported by an earlier "
+                    "boot; another boot would only show it again"]
+    if rerun and boots > 1 and _lost_at_boot(seen[-1]):
+        return (), [f"{', '.join(rerun)} ran without lockdep: boot {boots} lost it "
+                    "at boot too, before the first program; another boot would only "
+                    "lose it again"]
+    if rerun and boots > CONTINUATION_BOOTS:
+        return (), [f"{', '.join(rerun)} ran without lockdep in the last of the cell's "
+                    f"{boots} boots: not covered ({CONTINUATION_BOOTS} continuation "
+                    "boots at most)"]
+    return rerun, []
+
+
+def _cell_status(outcomes: list[BootOutcome], found: tuple[Splat, ...], clocks: list[str],
+                 failing: bool, infra: list[str]) -> Status:
+    """The cell's status, the first that applies: a boot timed out, the
+    kernel panicked, a guest's clock cannot be trusted (clocks: an error,
+    neither its failures nor its passes stand), a problem or a failed case
+    (failing), the kernel log's own problems (infra: an error), else a
+    pass."""
+    if any(o.timed_out for o in outcomes):
+        return Status.TIMEOUT
+    if any(sp.kind == "panic" for sp in found):
+        return Status.PANIC
+    if clocks:
+        return Status.ERROR
+    if failing:
+        return Status.FAIL
+    if infra:
+        return Status.ERROR
+    return Status.PASS
 
 
 def _merged(runs: list[tuple[int, str, TestResult]]) -> TestResult:
