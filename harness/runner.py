@@ -190,7 +190,8 @@ class RunRequest:
     repo: Path = REPO                   # the selftests and kernel patches
 
     @property
-    def slots(self) -> int:
+    def guest_cpus(self) -> int:
+        """The guest CPUs booted at once."""
         return self.jobs or _cpus()
 
 
@@ -649,30 +650,72 @@ def _choose_accels(art: Artifacts, arches: list[str], build: Path, accel: str,
     return accels
 
 
+class Slots:
+    """The guest CPUs booted at once (JOBS), which the cells' threads take
+    and give back.  A guest of several vCPUs (the debug flavor) takes as
+    many slots, so that its vCPUs really run at the same time on the
+    host's cores, which is what its races need.  Cells take theirs in the
+    order of their turns: a cell waiting for two slots is not overtaken by
+    the one-slot cells after it, which would keep it waiting to the end.
+    Once stopped (Ctrl-C, an error), no waiting cell gets any."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self._changed = threading.Condition()
+        self._free = jobs
+        self._waiting: list[int] = []     # the turns of the cells waiting
+        self._stopping = False
+
+    @property
+    def waiting(self) -> tuple[int, ...]:
+        """The turns of the cells waiting for their slots."""
+        with self._changed:
+            return tuple(self._waiting)
+
+    def need(self, cpus: int) -> int:
+        """The slots a guest of cpus vCPUs takes: all of them at most."""
+        return min(self.jobs, cpus)
+
+    def take(self, turn: int, need: int) -> bool:
+        """Waits until no earlier turn waits and need slots are free, and
+        takes them; False, having taken none, if the run stopped first."""
+        with self._changed:
+            self._waiting.append(turn)
+            self._changed.wait_for(lambda: self._stopping or (
+                self._free >= need and min(self._waiting) == turn))
+            self._waiting.remove(turn)
+            if not self._stopping:
+                self._free -= need
+            self._changed.notify_all()
+            return not self._stopping
+
+    def give_back(self, need: int) -> None:
+        with self._changed:
+            self._free += need
+            self._changed.notify_all()
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+
+
 def boot_stage(req: RunRequest, art: Artifacts, expected_s: Mapping[str, float],
                rr: RunResult) -> list[CellResult]:
-    """Boots req's cells from what art holds, req.slots guest CPUs at a
+    """Boots req's cells from what art holds, req.guest_cpus guest CPUs at a
     time, longest expected (expected_s) first, appending each verdict to
     rr.cells (and writing it to <run_dir>/<cell>/result.json) as soon as
     it is known.  One cell's trouble, expected (a HarnessError) or not,
     makes that cell an "error" and the others still run.  rr.accels gets
     the accelerator chosen per arch, rr.timings the time it took."""
-    matrix, cells, build, jobs, log = req.matrix, req.cells, req.build, req.slots, req.log
+    matrix, cells, build, jobs, log = req.matrix, req.cells, req.build, req.guest_cpus, req.log
     run_dir, done, accels = rr.run_dir, rr.cells, rr.accels
     accels.update(_choose_accels(art, list(dict.fromkeys(c.arch for c in cells)), build,
                                  req.accel, rr.timings, log))
     # Longest first: the last guests to finish are then short ones.
     order = sorted(cells, key=lambda c: (-expected_s.get(c.id, 0.0), c.id))
     lock = threading.Lock()
-    # jobs is the number of guest CPUs at once: a guest of several vCPUs
-    # (the debug flavor) takes as many slots, so that its vCPUs really run
-    # at the same time on the host's cores, which is what its races need.
-    # In order: a cell waiting for two slots is not overtaken by the
-    # one-slot cells after it, which would keep it waiting to the end.
-    slots = threading.Condition()
-    free = [jobs]
-    waiting: list[int] = []
-    stopping = [False]      # Ctrl-C or an error: a waiting cell boots no guest
+    slots = Slots(jobs)
 
     def one(turn: int, cell: Cell) -> CellResult:
         key = (cell.arch, cell.variant)
@@ -680,16 +723,9 @@ def boot_stage(req: RunRequest, art: Artifacts, expected_s: Mapping[str, float],
             why = art.broken.get(key, f"no kernel or initramfs for {cell.arch}-{cell.variant}")
             return results.error_cell(cell, why)
         variant = matrix.variants.get(cell.variant)
-        need = min(jobs, flavors.FLAVORS[variant.flavor].cpus if variant else 1)
-        with slots:
-            waiting.append(turn)
-            slots.wait_for(lambda: stopping[0] or (free[0] >= need and min(waiting) == turn))
-            waiting.remove(turn)
-            if stopping[0]:
-                slots.notify_all()
-                return results.error_cell(cell, "not booted: the run was stopped")
-            free[0] -= need
-            slots.notify_all()
+        need = slots.need(flavors.FLAVORS[variant.flavor].cpus if variant else 1)
+        if not slots.take(turn, need):
+            return results.error_cell(cell, "not booted: the run was stopped")
         try:
             kernel = art.kernels[key]
             return _boot_cell(CellBoot(matrix, cell, kernel,
@@ -702,13 +738,10 @@ def boot_stage(req: RunRequest, art: Artifacts, expected_s: Mapping[str, float],
         except BaseException:
             # KeyboardInterrupt, SystemExit: the run stops, before the
             # slots this cell frees start another.
-            with slots:
-                stopping[0] = True
+            slots.stop()
             raise
         finally:
-            with slots:
-                free[0] += need
-                slots.notify_all()
+            slots.give_back(need)
 
     def finished(result: CellResult) -> None:
         out = run_dir / result.cell.id
@@ -742,9 +775,8 @@ def boot_stage(req: RunRequest, art: Artifacts, expected_s: Mapping[str, float],
     finally:
         # On Ctrl-C the guests got the SIGINT too; boot no further cells,
         # not even those waiting for a slot.
-        with slots:
-            stopping[0] = bool(pending)
-            slots.notify_all()
+        if pending:
+            slots.stop()
         pool.shutdown(wait=not pending, cancel_futures=True)
         # What the next run's order (and a manifest's shards) go by: full runs only.
         timing.save_times(build / "cell-times.json",
