@@ -2,7 +2,7 @@
 per cell for the boot itself (splats, timeout, panic).  `-k` picks items,
 and only the cells that still have an item are built and booted.
 
-    /usr/bin/python3 -m pytest harness/matrix_test.py -k 'aarch64 and enforce and exec'
+    /usr/bin/python3 -m pytest harness/matrix_run.py -k 'aarch64 and enforce and exec'
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Validate matrix.yaml and the selftest sources up front, so a mistake is
     # one clear line ("ERROR: matrix.yaml: ...") instead of a collection error.
     # (pytest --help configures before it has args.)
-    if any("matrix_test" in arg for arg in getattr(config, "args", ())):
+    if any("matrix_run" in arg for arg in getattr(config, "args", ())):
         _matrix(config)
         _cells(config)
         _expected(config)

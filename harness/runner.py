@@ -45,7 +45,7 @@ from .status import Status
 Log = Callable[[str], None]
 REPO = Path(__file__).resolve().parent.parent
 
-# Exit statuses of the harness's commands (pytest's matrix_test.py, python3 -m harness).
+# Exit statuses of the harness's commands (pytest's matrix_run.py, python3 -m harness).
 EXIT_PASS = 0
 EXIT_TEST_FAILURE = 1       # a cell failed, timed out or panicked: the kernel's fault
 EXIT_INFRASTRUCTURE = 2     # a kernel did not build, a guest could not start, or the run

@@ -199,7 +199,7 @@ def test_make_run_stops_at_a_kernel_tree_that_is_not_one(tmp_path: Path) -> None
     top = Path(runner.__file__).resolve().parent.parent
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only",
-         "harness/matrix_test.py",
+         "harness/matrix_run.py",
          f"--kernel-tree={tmp_path / 'linx'}", f"--build-dir={tmp_path / 'build'}"],
         cwd=top, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout
