@@ -10,7 +10,7 @@ with their Make variables; `make <command>` runs `python3 -m harness
 The commands that hand over to pytest, git or deps.sh are in
 harness/commands.py, the others here or in the module they name:
 
-- run, check, unit: pytest over harness/matrix_test.py or harness/tests,
+- run, check, unit: pytest over harness/matrix_run.py or harness/tests,
   as the Makefile ran it; a run given no selection boots the check tier
   and says first what it leaves out (selection.plain_run()).
 - build, boot, merge: the stages of a run for a CI engine: build the
@@ -419,8 +419,8 @@ def _mutants(args: argparse.Namespace) -> int:
     for i in range(args.repeat):
         if args.repeat > 1:
             print(f"mutants: run {i + 1} of {args.repeat}", flush=True)
-        run = runner.run(m, list(cells), expected, REPO, args.build_dir.resolve(),
-                         jobs=args.jobs, programs=programs)
+        run = runner.run(runner.RunRequest(m, list(cells), expected, args.build_dir.resolve(),
+                                           jobs=args.jobs, programs=programs))
         runs.append([mutants.judge(mu.variant, mu.caught_by,
                                    [c for c in run.cells if c.cell.variant == mu.variant],
                                    booting)

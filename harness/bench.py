@@ -254,8 +254,8 @@ def _matrix(m: matrix_mod.Matrix, narrowed: dict[str, str], floors: dict[str, Fl
     """The selected cells booted warm, each against its kernel's floor."""
     cells = list(m.cells)
     t = time.monotonic()
-    run = runner.run(m, cells, cases.expected_cases(REPO / "selftests"), REPO, build,
-                     jobs=os.cpu_count(), log=print)
+    run = runner.run(runner.RunRequest(m, cells, cases.expected_cases(REPO / "selftests"),
+                                       build, jobs=os.cpu_count(), log=print))
     wall = time.monotonic() - t
     say(f"matrix {'(subset: ' + ' '.join(f'{k}={v}' for k, v in narrowed.items()) + ')' if narrowed else '(full)'}: "
         f"{len(cells)} cells in {wall:.0f}s wall ({os.cpu_count()} at a time), "

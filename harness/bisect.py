@@ -253,7 +253,7 @@ def main(argv: list[str], repo: Path) -> int:
     tree_id = ktree.identify(args.kernel_tree)
     what = f"{tree_id.describe} ({tree_id.commit})" if tree_id else str(args.kernel_tree)
     print(f"bisect-run: {what}: looking for {target}", flush=True)
-    pytest_args = [str(repo / "harness" / "matrix_test.py"), "-q", "--tb=no",
+    pytest_args = [str(repo / "harness" / "matrix_run.py"), "-q", "--tb=no",
                    "-p", "no:cacheprovider", "--tier=full", "--variants=local",
                    *selection.forward(args, selection.BISECT)]
     grab = _RunOf()

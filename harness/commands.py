@@ -1,5 +1,5 @@
 """The commands of `python3 -m harness` that hand over to another program:
-run and check (pytest over harness/matrix_test.py, as make run's recipe
+run and check (pytest over harness/matrix_run.py, as make run's recipe
 ran it), unit (pytest over harness/tests), bisect (git bisect run of
 scripts/bisect-run) and deps (scripts/deps.sh).  Each builds its command
 line in a function of its own, so what it runs is unit-tested without
@@ -19,7 +19,7 @@ from . import matrix as matrix_mod, selection, subproc
 from .errors import HarnessError
 
 REPO = Path(__file__).resolve().parent.parent
-MATRIX_TEST = "harness/matrix_test.py"
+MATRIX_RUN = "harness/matrix_run.py"
 UNIT_TESTS = "harness/tests"
 
 
@@ -35,7 +35,7 @@ def unit_argv(args: argparse.Namespace) -> list[str]:
 def run_argv(args: argparse.Namespace) -> list[str]:
     """pytest's command line for a run of the matrix: make run's recipe,
     with the options args has (paths absolute: pytest runs in REPO)."""
-    return [*_pytest(args), "-rfE", MATRIX_TEST, *selection.forward(args, selection.RUN),
+    return [*_pytest(args), "-rfE", MATRIX_RUN, *selection.forward(args, selection.RUN),
             *args.pytest_args]
 
 

@@ -2,7 +2,7 @@
 per cell for the boot itself (splats, timeout, panic).  `-k` picks items,
 and only the cells that still have an item are built and booted.
 
-    /usr/bin/python3 -m pytest harness/matrix_test.py -k 'aarch64 and enforce and exec'
+    /usr/bin/python3 -m pytest harness/matrix_run.py -k 'aarch64 and enforce and exec'
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Validate matrix.yaml and the selftest sources up front, so a mistake is
     # one clear line ("ERROR: matrix.yaml: ...") instead of a collection error.
     # (pytest --help configures before it has args.)
-    if any("matrix_test" in arg for arg in getattr(config, "args", ())):
+    if any("matrix_run" in arg for arg in getattr(config, "args", ())):
         _matrix(config)
         _cells(config)
         _expected(config)
@@ -131,11 +131,11 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         tr.write_line(line) if tr else print(line, flush=True)
 
     try:
-        config.stash[_RUN] = runner.run(
-            _matrix(config), cells, _expected(config), REPO,
+        config.stash[_RUN] = runner.run(runner.RunRequest(
+            _matrix(config), cells, _expected(config),
             Path(config.getoption("build_dir")).resolve(), jobs=config.getoption("jobs"),
             make_jobs=config.getoption("make_jobs"), accel=config.getoption("accel"), log=log,
-            programs=config.stash.get(_PROGRAMS, {}), profile_hz=config.getoption("profile"))
+            programs=config.stash.get(_PROGRAMS, {}), profile_hz=config.getoption("profile")))
     except HarnessError as e:
         log(f"ERROR: {e}")
         config.stash[_ERROR] = str(e)

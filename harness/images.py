@@ -26,7 +26,6 @@ Splats are decoded with the package's -dbg vmlinux, downloaded on demand
 """
 from __future__ import annotations
 
-import argparse
 import lzma
 import re
 import shutil
@@ -388,19 +387,13 @@ def dbg_vmlinux(image: Image, arch: Arch, build: Path, release: str, say=print) 
 
 def main(argv: list[str] | None = None) -> int:
     from . import matrix as matrix_mod
-    ap = argparse.ArgumentParser(
-        prog="python3 -m harness.images",
-        description="Fetches the Debian kernel images matrix.yaml's variants with image: "
-                    "boot (and with --dbg their debug symbols) into the build directory.")
-    ap.add_argument("what", choices=("fetch",))
-    ap.add_argument("--build-dir", type=Path, default=Path("build"))
-    ap.add_argument("--matrix", type=Path,
-                    default=Path(__file__).resolve().parent.parent / "matrix.yaml")
+    ap = sources.deps_parser(
+        "images", "Fetches the Debian kernel images matrix.yaml's variants with image: "
+        "boot (and with --dbg their debug symbols) into the build directory.", ("fetch",))
     ap.add_argument("--archs", default=",".join(ARCHS))
     ap.add_argument("--variants", default="", help="only these (comma-separated)")
     ap.add_argument("--dbg", action="store_true", help="their -dbg vmlinux too")
     args = ap.parse_args(argv)
-    say = lambda text: print(f"deps: {text}", flush=True)   # noqa: E731
     status = 0
     try:
         m = matrix_mod.load(args.matrix)
@@ -413,10 +406,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for a in filter(None, args.archs.split(",")):
             try:
-                root = fetch(v.image, ARCHS[a], args.build_dir.resolve(), say)
+                root = fetch(v.image, ARCHS[a], args.build_dir.resolve(), sources.deps_say)
                 if args.dbg:
                     dbg_vmlinux(v.image, ARCHS[a], args.build_dir.resolve(),
-                                unpacked(root).release, say)
+                                unpacked(root).release, sources.deps_say)
             except HarnessError as e:
                 print(f"deps: {v.name} {a}: {e}", file=sys.stderr)
                 status = 1

@@ -179,11 +179,8 @@ class ExpectedSkip:
         return (test in self.tests
                 and all(getattr(cell, key) in values for key, values in self.cells)
                 and (not self.variants or (variant or cell.variant) in self.variants)
-                and (not self.before or _version_key(version) < _version_key(self.before)))
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
+                and (not self.before or sources_mod.version_key(version)
+                     < sources_mod.version_key(self.before)))
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from .flavors import FLAVORS, PLAIN
 from .kbuild import DEFAULT_VERSION, read_series
 from .matrix import Variant
 from .results import CellResult, not_by_its_checks
+from .sources import version_key
 from .status import FAILING, Status
 
 _TRAILER = re.compile(r"^(Mutant|Caught-by|Exposed-in|Flavor|Since):\s*(.*?)\s*$")
@@ -62,9 +63,7 @@ class Mutant:
 
     def runs_on(self, version: str) -> bool:
         """Whether a kernel of version has the behaviour (and the cases)."""
-        def key(v: str) -> tuple[int, ...]:
-            return tuple(int(x) for x in v.split("."))
-        return not self.since or key(version) >= key(self.since)
+        return not self.since or version_key(version) >= version_key(self.since)
 
 
 def variant_name(patch: Path) -> str:

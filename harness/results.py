@@ -3,6 +3,7 @@ results.json, JUnit XML and the summary table."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -144,15 +145,44 @@ _FAILED_CHECK = re.compile(r"[^:\s]+:\d+:[^:\s]+:Expected ")
 TIMED_OUT = "TIMED OUT: "
 
 
+def _failed_checks(t: TestResult) -> list[str]:
+    """The lines of t's log that report a failed ASSERT/EXPECT, stripped."""
+    return [line.strip() for line in t.log if _FAILED_CHECK.match(line.strip())]
+
+
 def crash_of(t: TestResult) -> str | None:
     """How a failed case crashed (its harness line), or None if it failed by
     its own checks."""
     if crash := next((line.strip() for line in t.log if _CRASHED.search(line)), None):
         return crash
     aborted = next((line.strip() for line in t.log if _ABORTED.search(line)), None)
-    if aborted and not any(_FAILED_CHECK.match(line.strip()) for line in t.log):
+    if aborted and not _failed_checks(t):
         return (f"{aborted}, with no failed ASSERT/EXPECT before it (an abort() of its own: "
                 "glibc's heap checks, assert())")
+    return None
+
+
+class _Ending(enum.Enum):
+    """How a failed case ended other than by its own checks."""
+    NO_RESULT = "no result line"
+    CRASHED = "crashed"
+    OWN_CLOCK = "ran out of its own time"
+    NO_CHECK = "no failed check in its log"
+
+
+def _ended_otherwise(t: TestResult) -> tuple[_Ending, str] | None:
+    """How a failed case proves nothing of its own checks, the first that
+    applies, and what says so: its reason (NO_RESULT), crash_of()
+    (CRASHED), its TIMED_OUT line (OWN_CLOCK), its reason or a sentence
+    (NO_CHECK); None: a failed ASSERT/EXPECT of its own is in its log."""
+    if t.reason.startswith(NO_RESULT_PREFIX):
+        return _Ending.NO_RESULT, t.reason
+    if crash := crash_of(t):
+        return _Ending.CRASHED, crash
+    if late := timed_out_of(t):
+        return _Ending.OWN_CLOCK, late
+    if not _failed_checks(t):
+        return _Ending.NO_CHECK, t.reason or "no failed ASSERT/EXPECT in its log"
     return None
 
 
@@ -160,13 +190,8 @@ def not_by_its_checks(t: TestResult) -> str | None:
     """Why a failed case proves nothing of its own checks (it crashed, ran
     out of its clock, had no result, or only a kernel splat failed it), or
     None: a failed ASSERT/EXPECT of its own is in its log."""
-    if t.reason.startswith(NO_RESULT_PREFIX):
-        return t.reason
-    if why := crash_of(t) or timed_out_of(t):
-        return why
-    if not any(_FAILED_CHECK.match(line.strip()) for line in t.log):
-        return t.reason or "no failed ASSERT/EXPECT in its log"
-    return None
+    how = _ended_otherwise(t)
+    return how[1] if how else None
 
 
 def _other_check(t: TestResult, failing: str) -> str | None:
@@ -176,7 +201,7 @@ def _other_check(t: TestResult, failing: str) -> str | None:
     empty."""
     if not failing:
         return None
-    checks = [line.strip() for line in t.log if _FAILED_CHECK.match(line.strip())]
+    checks = _failed_checks(t)
     if not checks:
         return "no failed check in its log"
     return next((c for c in checks if not re.search(failing, c)), None)
@@ -191,9 +216,8 @@ def _judge_skip(t: TestResult, why: str | None) -> TestResult:
     the reason, None if it must run): a skip after a failed check, a skip
     where it must run, and a run where it must skip each fail it."""
     if t.status == Status.SKIP:
-        if check := next((line.strip() for line in t.log
-                          if _FAILED_CHECK.match(line.strip())), None):
-            return TestResult(t.name, Status.FAIL, f"skipped after a failed check: {check} "
+        if checks := _failed_checks(t):
+            return TestResult(t.name, Status.FAIL, f"skipped after a failed check: {checks[0]} "
                               f"(skip: {t.reason})", t.log)
         if why is None:
             return TestResult(t.name, Status.FAIL, f"skipped where it must run ({t.reason}); "
@@ -212,22 +236,22 @@ def timed_out_of(t: TestResult) -> str | None:
     return next((line.strip() for line in t.log if TIMED_OUT in line), None)
 
 
-def _expect(t: TestResult, why: str | None, missing: bool) -> TestResult:
+def _expect(t: TestResult, why: str | None) -> TestResult:
     """t judged against a known failure (why: its reason, None if none).
     Only a real `not ok` becomes xfail: a missing result (the guest or the
     program crashed, or was killed) or a case that crashed or timed out
-    (kselftest's timeout or its own) stays a failure, with what
-    happened."""
+    (kselftest's timeout or its own) stays a failure, with what happened
+    (not_by_its_checks(); a `not ok` with no failed check in its log is
+    judged by the known failure's pattern, _other_check())."""
     if why is None:
         return t
     if t.status == Status.FAIL:
-        crash = None if missing else crash_of(t)
-        if missing or crash:
-            what = t.reason if missing else crash
+        how, what = _ended_otherwise(t) or (None, "")
+        if how in (_Ending.NO_RESULT, _Ending.CRASHED):
             return TestResult(t.name, Status.FAIL, f"{what} (a known failure of this kernel, "
                               f"but it must fail by its checks, not like this: {why})", t.log)
-        if late := timed_out_of(t):
-            return TestResult(t.name, Status.FAIL, f"timed out by its own clock: {late} (a "
+        if how == _Ending.OWN_CLOCK:
+            return TestResult(t.name, Status.FAIL, f"timed out by its own clock: {what} (a "
                               "known failure of this kernel, but it must fail by its checks, "
                               f"not by running out of time: {why})", t.log)
         if other := _other_check(t, getattr(why, "failing", "")):
@@ -297,115 +321,99 @@ def _read_boot(boot: Boot, known_splat: KnownSplatCheck) -> _Seen:
     return _Seen(boot, run, log, tuple(found), marks)
 
 
+def _no_reason(name: str) -> str | None:
+    return None
+
+
+def _no_known_splat(signature: str, at_boot: bool) -> str | None:
+    return None
+
+
+def _no_missing_coverage(console: str) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class VerdictContext:
+    """What a cell's boots are judged against (evaluate_boots()): the cell,
+    the cases it must report, and what the matrix expects of its kernel.
+
+    known(test name) says why that test is expected to fail in this cell
+    (matrix.Variant.expected_failure), or None; known_splat(signature,
+    at_boot) the same of a splat (matrix.Variant.known_splat; at_boot:
+    printed before the boot's first program started): such a splat fails
+    neither the cell nor its test.  missing_coverage(console) names the
+    detectors of the cell's flavor (harness/flavors.py) a boot's console
+    does not show running: each fails the cell.  expected_skip(test name)
+    says why that test skips itself in this cell
+    (matrix.Variant.expected_skip), or None: it must run (see
+    _judge_skip); without it, skips are not judged case by case."""
+    cell: Cell
+    expected: tuple[Case, ...]
+    accel: str
+    artifacts: Path | None = None       # the cell's directory of the run
+    known: Callable[[str], str | None] = _no_reason
+    known_splat: KnownSplatCheck = _no_known_splat
+    missing_coverage: Callable[[str], list[str]] = _no_missing_coverage
+    expected_skip: SkipCheck | None = None
+
+
 def evaluate(cell: Cell, outcome: BootOutcome, expected: tuple[Case, ...], accel: str,
-             artifacts: Path | None = None,
-             known: Callable[[str], str | None] = lambda name: None,
-             known_splat: KnownSplatCheck = lambda signature, at_boot: None,
-             missing_coverage: Callable[[str], list[str]] = lambda console: [],
-             expected_skip: SkipCheck | None = None,
-             ) -> CellResult:
-    """One boot that ran every program of expected."""
+             artifacts: Path | None = None, **checks: Callable) -> CellResult:
+    """One boot that ran every program of expected; checks: known,
+    known_splat, missing_coverage and expected_skip of VerdictContext."""
     programs = tuple(dict.fromkeys(c.suite for c in expected))
-    return evaluate_boots(cell, [Boot(outcome, programs)], expected, accel, artifacts, known,
-                          known_splat, missing_coverage, expected_skip)
+    return evaluate_boots(VerdictContext(cell, expected, accel, artifacts, **checks),
+                          [Boot(outcome, programs)])
 
 
-def evaluate_boots(cell: Cell, boots: list[Boot], expected: tuple[Case, ...], accel: str,
-                   artifacts: Path | None = None,
-                   known: Callable[[str], str | None] = lambda name: None,
-                   known_splat: KnownSplatCheck = lambda signature, at_boot: None,
-                   missing_coverage: Callable[[str], list[str]] = lambda console: [],
-                   expected_skip: SkipCheck | None = None,
-                   ) -> CellResult:
+def evaluate_boots(ctx: VerdictContext, boots: list[Boot]) -> CellResult:
     """The cell's verdict from its boots: the first, then its continuation
     boots, each running the programs the one before lost lockdep (or
-    panicked) before.  A program's cases come from the last boot that ran
-    it, unless an earlier one failed by its checks (_merged()); the
-    splats of all.  known(test name) says why that test is
-    expected to fail in this cell (matrix.Variant.expected_failure), or
-    None; known_splat(signature, at_boot) the same of a splat
-    (matrix.Variant.known_splat; at_boot: printed before the boot's first
-    program started): such a splat fails neither the cell nor its test.
-    missing_coverage(console) names the detectors of the cell's flavor
-    (harness/flavors.py) a boot's console does not show running: each
-    fails the cell.  expected_skip(test name) says why that test skips
-    itself in this cell (matrix.Variant.expected_skip), or None: it must
-    run (see _judge_skip); without it, skips are not judged case by case.
-    """
-    seen = [_read_boot(b, known_splat) for b in boots]
-    runs: dict[str, list[tuple[int, str, TestResult]]] = {}
-    problems: list[str] = []
-    for n, sv in enumerate(seen, 1):
-        mine = tuple(c for c in expected if c.suite in sv.boot.programs)
-        boot_tests = _tests(sv, mine, known, expected_skip)
-        for t in boot_tests:
-            runs.setdefault(t.name, []).append((n, sv.boot.console, t))
-        prefix = f"boot {n} ({sv.boot.console}): " if n > 1 else ""
-        problems += [prefix + p for p in _boot_problems(sv.boot.outcome, sv.run, sv.splats,
-                                                        boot_tests, mine)]
-        problems += [prefix + p for p in _coverage_problems(sv, boot_tests)]
-        if missing := missing_coverage(sv.boot.outcome.console):
-            problems.append(f"{prefix}the kernel ran without {', '.join(missing)}: the "
-                            "flavor's checks were not in force")
-    tests = {name: _merged(r) for name, r in runs.items()}
+    panicked) before.  Each boot's cases are judged against the known
+    failures and skips (_boot_tests()), then merged across the boots
+    (_case_results()) and failed by the splats made while they ran
+    (_failed_by_splats()); what fails the cell besides its cases
+    (_boot_problems_of(), _continuation()) and its status
+    (_cell_status()) come after."""
+    seen = [_read_boot(b, ctx.known_splat) for b in boots]
+    tested = [_boot_tests(ctx, sv) for sv in seen]
+    problems = _boot_problems_of(ctx, seen, tested)
     found = tuple(sp for sv in seen for sp in sv.splats)
-    for sp in found:
-        if sp.test in tests and not sp.known:
-            tests[sp.test] = _failed_by(tests[sp.test], sp)
-    order = {c.id: i for i, c in enumerate(expected)}
-    merged = sorted(tests.values(), key=lambda t: order.get(t.name, len(order)))
-    rerun = _rerun(seen[-1])
-    stopper = _stopper(seen)
-    if rerun and stopper:
-        problems.append(f"{', '.join(rerun)} ran without lockdep: boot {len(boots)} lost it "
-                        f"again to {stopper.kind}: {stopper.title}, reported by an earlier "
-                        "boot; another boot would only show it again")
-        rerun = ()
-    if rerun and len(seen) > 1 and _lost_at_boot(seen[-1]):
-        problems.append(f"{', '.join(rerun)} ran without lockdep: boot {len(boots)} lost it "
-                        "at boot too, before the first program; another boot would only "
-                        "lose it again")
-        rerun = ()
-    if rerun and len(boots) > CONTINUATION_BOOTS:
-        problems.append(f"{', '.join(rerun)} ran without lockdep in the last of the cell's "
-                        f"{len(boots)} boots: not covered ({CONTINUATION_BOOTS} continuation "
-                        "boots at most)")
-    infra = [p for sv in seen for p in sv.log.problems]
-    failed = [t for t in merged if t.status in FAILING]
+    tests = _failed_by_splats(_case_results(ctx, seen, tested), found)
+    rerun, uncovered = _continuation(seen)
+    problems += uncovered
     outcomes = [sv.boot.outcome for sv in seen]
     clocks = [c for c in map(clock_ahead, outcomes) if c]
-    problems = clocks + problems
-    if any(o.timed_out for o in outcomes):
-        status = Status.TIMEOUT
-    elif any(sp.kind == "panic" for sp in found):
-        status = Status.PANIC
-    elif clocks:
-        # Neither its failures nor its passes: an infrastructure error.
-        status = Status.ERROR
-    elif problems or failed:
-        status = Status.FAIL
-    elif infra:
-        status = Status.ERROR
-    else:
-        status = Status.PASS
-    problems += infra
+    infra = [p for sv in seen for p in sv.log.problems]
+    failed = [t for t in tests if t.status in FAILING]
+    status = _cell_status(outcomes, found, clocks, bool(problems or failed), infra)
+    problems = clocks + problems + infra
     reason = problems[0] if problems else (
         f"{len(failed)} test(s) failed: " + ", ".join(t.name for t in failed[:3]) if failed else "")
     # Rounded as results.json keeps it: a summary made from a merge of shards'
     # results.json (harness/merge.py) then prints the same tenths.
-    return CellResult(cell, accel, status, reason,
+    return CellResult(ctx.cell, ctx.accel, status, reason,
                       round(sum(o.duration_s for o in outcomes), 2), found,
-                      tuple(merged), artifacts, all(sv.run.ended for sv in seen),
-                      tuple(problems), _timing(seen),
-                      rerun if len(boots) <= CONTINUATION_BOOTS else (), len(boots),
+                      tuple(tests), ctx.artifacts, all(sv.run.ended for sv in seen),
+                      tuple(problems), _timing(seen), rerun, len(boots),
                       _hung_at_boot(outcomes[0]) if outcomes else "")
 
 
-def _tests(sv: _Seen, expected: tuple[Case, ...], known: Callable[[str], str | None],
-           expected_skip: SkipCheck | None = None) -> list[TestResult]:
+def _boot_cases(ctx: VerdictContext, sv: _Seen) -> tuple[Case, ...]:
+    """The expected cases of the programs this boot ran."""
+    return tuple(c for c in ctx.expected if c.suite in sv.boot.programs)
+
+
+def _boot_tests(ctx: VerdictContext, sv: _Seen) -> list[TestResult]:
+    """One boot's results of its cases (_boot_cases()), each judged against
+    the cell's known failures (_expect()) and the skips the matrix expects
+    (_judge_skip()); a case it did not report fails, saying why
+    (_why_missing()).  Then the cases it reported that the sources do not
+    have, as they are."""
     tests: list[TestResult] = []
     seen = set()
-    for case in expected:
+    for case in _boot_cases(ctx, sv):
         r = sv.run.case(case.suite, case.name)
         seen.add((case.suite, case.name))
         if r is None:
@@ -413,13 +421,98 @@ def _tests(sv: _Seen, expected: tuple[Case, ...], known: Callable[[str], str | N
                            _why_missing(sv.boot.outcome, sv.run, case.suite, list(sv.splats)))
         else:
             t = TestResult(case.id, r.status, r.reason, r.log)
-        t = _expect(t, known(case.id), missing=r is None)
-        tests.append(_judge_skip(t, expected_skip(case.id)) if expected_skip else t)
+        t = _expect(t, ctx.known(case.id))
+        tests.append(_judge_skip(t, ctx.expected_skip(case.id)) if ctx.expected_skip else t)
     for suite in sv.run.suites:  # reported but not in the sources: still shown
         for r in suite.cases:
             if (suite.name, r.name) not in seen:
                 tests.append(TestResult(f"{suite.name}/{r.name}", r.status, r.reason, r.log))
     return tests
+
+
+def _boot_problems_of(ctx: VerdictContext, seen: list[_Seen],
+                      tested: list[list[TestResult]]) -> list[str]:
+    """What fails the cell in each boot besides its cases' results
+    (_boot_problems(): hangs, panics, unknown splats, programs that ended
+    badly; _coverage_problems(): lockdep lost unexplained, cases without
+    markers; the flavor's detectors missing), a continuation boot's
+    prefixed with its number and console."""
+    problems: list[str] = []
+    for n, (sv, boot_tests) in enumerate(zip(seen, tested), 1):
+        prefix = f"boot {n} ({sv.boot.console}): " if n > 1 else ""
+        problems += [prefix + p for p in _boot_problems(sv.boot.outcome, sv.run, sv.splats,
+                                                        boot_tests, _boot_cases(ctx, sv))]
+        problems += [prefix + p for p in _coverage_problems(sv, boot_tests)]
+        if missing := ctx.missing_coverage(sv.boot.outcome.console):
+            problems.append(f"{prefix}the kernel ran without {', '.join(missing)}: the "
+                            "flavor's checks were not in force")
+    return problems
+
+
+def _case_results(ctx: VerdictContext, seen: list[_Seen],
+                  tested: list[list[TestResult]]) -> list[TestResult]:
+    """Each case's one result from the boots that ran it (_merged()), in
+    the order of the expected cases (those the sources do not have last)."""
+    runs: dict[str, list[tuple[int, str, TestResult]]] = {}
+    for n, (sv, boot_tests) in enumerate(zip(seen, tested), 1):
+        for t in boot_tests:
+            runs.setdefault(t.name, []).append((n, sv.boot.console, t))
+    order = {c.id: i for i, c in enumerate(ctx.expected)}
+    return sorted((_merged(r) for r in runs.values()),
+                  key=lambda t: order.get(t.name, len(order)))
+
+
+def _failed_by_splats(tests: list[TestResult], found: tuple[Splat, ...]) -> list[TestResult]:
+    """tests, each case during which the kernel made a report that is not
+    a known splat of the cell failed by it (_failed_by())."""
+    by_name = {t.name: t for t in tests}
+    for sp in found:
+        if sp.test in by_name and not sp.known:
+            by_name[sp.test] = _failed_by(by_name[sp.test], sp)
+    return list(by_name.values())
+
+
+def _continuation(seen: list[_Seen]) -> tuple[tuple[str, ...], list[str]]:
+    """The programs to boot again with lockdep on (_rerun() of the last
+    boot), and the problems of those no further boot would cover: lockdep
+    lost again to a report an earlier boot made, or at boot again, or the
+    cell out of continuation boots (CONTINUATION_BOOTS)."""
+    rerun = _rerun(seen[-1])
+    stopper = _stopper(seen)
+    boots = len(seen)
+    if rerun and stopper:
+        return (), [f"{', '.join(rerun)} ran without lockdep: boot {boots} lost it "
+                    f"again to {stopper.kind}: {stopper.title}, reported by an earlier "
+                    "boot; another boot would only show it again"]
+    if rerun and boots > 1 and _lost_at_boot(seen[-1]):
+        return (), [f"{', '.join(rerun)} ran without lockdep: boot {boots} lost it "
+                    "at boot too, before the first program; another boot would only "
+                    "lose it again"]
+    if rerun and boots > CONTINUATION_BOOTS:
+        return (), [f"{', '.join(rerun)} ran without lockdep in the last of the cell's "
+                    f"{boots} boots: not covered ({CONTINUATION_BOOTS} continuation "
+                    "boots at most)"]
+    return rerun, []
+
+
+def _cell_status(outcomes: list[BootOutcome], found: tuple[Splat, ...], clocks: list[str],
+                 failing: bool, infra: list[str]) -> Status:
+    """The cell's status, the first that applies: a boot timed out, the
+    kernel panicked, a guest's clock cannot be trusted (clocks: an error,
+    neither its failures nor its passes stand), a problem or a failed case
+    (failing), the kernel log's own problems (infra: an error), else a
+    pass."""
+    if any(o.timed_out for o in outcomes):
+        return Status.TIMEOUT
+    if any(sp.kind == "panic" for sp in found):
+        return Status.PANIC
+    if clocks:
+        return Status.ERROR
+    if failing:
+        return Status.FAIL
+    if infra:
+        return Status.ERROR
+    return Status.PASS
 
 
 def _merged(runs: list[tuple[int, str, TestResult]]) -> TestResult:

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,8 +43,9 @@ from .results import CellResult
 from .status import Status
 
 Log = Callable[[str], None]
+REPO = Path(__file__).resolve().parent.parent
 
-# Exit statuses of the harness's commands (pytest's matrix_test.py, python3 -m harness).
+# Exit statuses of the harness's commands (pytest's matrix_run.py, python3 -m harness).
 EXIT_PASS = 0
 EXIT_TEST_FAILURE = 1       # a cell failed, timed out or panicked: the kernel's fault
 EXIT_INFRASTRUCTURE = 2     # a kernel did not build, a guest could not start, or the run
@@ -168,33 +169,52 @@ def new_run_dir(build: Path) -> tuple[str, Path]:
     return run_id, run_dir
 
 
-def run(matrix: Matrix, cells: list[Cell], expected: tuple[Case, ...], repo: Path,
-        build: Path, *, jobs: int | None = None, make_jobs: int | None = None,
-        accel: str = "auto", log: Log = print,
-        programs: dict[str, tuple[str, ...]] | None = None, profile_hz: int = 0) -> RunResult:
+@dataclass(frozen=True)
+class RunRequest:
+    """A run: which cells to build and boot, and how (run(), boot_only(),
+    boot_stage())."""
+    matrix: Matrix
+    cells: Sequence[Cell]
+    expected: tuple[Case, ...]          # the test cases of every cell
+    build: Path                         # the build directory
+    jobs: int | None = None             # guest CPUs booted at once (None: the CPUs)
+    make_jobs: int | None = None        # make -j (None: the CPUs)
+    accel: str = "auto"
+    log: Log = print
+    # Per cell id, the only test programs to run in it (default: all),
+    # e.g. what 'pytest -k' left of it.
+    programs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Sample each guest's vCPUs this often into its cell's profile.txt
+    # (harness/profile.py); 0: not at all.
+    profile_hz: int = 0
+    repo: Path = REPO                   # the selftests and kernel patches
+
+    @property
+    def guest_cpus(self) -> int:
+        """The guest CPUs booted at once."""
+        return self.jobs or _cpus()
+
+
+def run(req: RunRequest) -> RunResult:
     """build, boot, report.  An exception or a KeyboardInterrupt still
-    writes the reports of the cells that finished, then propagates.
-    programs: per cell id, the only test programs to run in it (default:
-    all), e.g. what 'pytest -k' left of it.  profile_hz: sample each
-    guest's vCPUs this often into its cell's profile.txt (harness/profile.py)."""
+    writes the reports of the cells that finished, then propagates."""
     def stages(rr: RunResult) -> None:
-        art = build_stage(matrix, cells, repo, build, make_jobs or _cpus(), rr.timings, log)
+        art = build_stage(req.matrix, list(req.cells), req.repo, req.build,
+                          req.make_jobs or _cpus(), rr.timings, req.log)
         rr.builds = art.builds
-        if why := nothing_to_boot(cells, art):
+        if why := nothing_to_boot(list(req.cells), art):
             # Said once; the cells are "error" (bisect: skip this commit).
-            log(f"ERROR: {why}")
+            req.log(f"ERROR: {why}")
             rr.meta["nothing_built"] = why
             rr.cells.extend(results.error_cell(c, f"its kernel did not build: {why}")
-                            for c in cells)
+                            for c in req.cells)
             return
         if art.trees:
             rr.meta["kernel_trees"] = art.trees
-        expected_s = expected_seconds(cells, build, matrix)
+        expected_s = expected_seconds(list(req.cells), req.build, req.matrix)
         with _Timer(rr.timings, "boot"):
-            boot_stage(matrix, cells, art, expected, rr.run_dir, build, jobs or _cpus(),
-                       accel, expected_s, rr.timings, log, rr.cells, rr.accels,
-                       programs or {}, profile_hz)
-    return _reported(build, cells, log, stages)
+            boot_stage(req, art, expected_s, rr)
+    return _reported(req, stages)
 
 
 def nothing_to_boot(cells: list[Cell], art: Artifacts) -> str:
@@ -215,28 +235,27 @@ def boot_only(matrix: Matrix, cells: list[Cell], manifest: Manifest, build: Path
               shard: tuple[int, int] = (1, 1), jobs: int | None = None, accel: str = "auto",
               log: Log = print) -> RunResult:
     """boot and report cells (shard i of N) from an artifact directory."""
+    req = RunRequest(matrix, cells, manifest.cases, build, jobs=jobs, accel=accel, log=log)
+
     def stages(rr: RunResult) -> None:
         rr.builds = manifest.artifacts.builds
         with _Timer(rr.timings, "boot"):
-            boot_stage(matrix, cells, manifest.artifacts, manifest.cases, rr.run_dir, build,
-                       jobs or _cpus(), accel, manifest.expected_s, rr.timings, log,
-                       rr.cells, rr.accels)
-    return _reported(build, cells, log, stages,
-                     {"shard": {"index": shard[0], "count": shard[1]},
-                      "manifest": manifest.digest})
+            boot_stage(req, manifest.artifacts, manifest.expected_s, rr)
+    return _reported(req, stages, {"shard": {"index": shard[0], "count": shard[1]},
+                                   "manifest": manifest.digest})
 
 
 def _cpus() -> int:
     return os.cpu_count() or 1
 
 
-def _reported(build: Path, cells: list[Cell], log: Log,
-              stages: Callable[[RunResult], None], meta: dict | None = None) -> RunResult:
-    with exclusive(build, log), subproc.session():
+def _reported(req: RunRequest, stages: Callable[[RunResult], None],
+              meta: dict | None = None) -> RunResult:
+    with exclusive(req.build, req.log), subproc.session():
         t_start = time.monotonic()
-        run_id, run_dir = new_run_dir(build)
+        run_id, run_dir = new_run_dir(req.build)
         rr = RunResult(run_id, run_dir, [], meta=dict(meta or {}),
-                       selected=[c.id for c in cells])
+                       selected=[c.id for c in req.cells])
         unreported(rr)
         try:
             stages(rr)
@@ -248,7 +267,7 @@ def _reported(build: Path, cells: list[Cell], log: Log,
             raise
         finally:
             rr.timings["total"] = time.monotonic() - t_start
-            report_stage(rr, cells, log)
+            report_stage(rr, list(req.cells), req.log)
         return rr
 
 
@@ -290,10 +309,11 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
                 turns.append((arch_name, []))
             turns[-1][1].append(v)
 
+    kb = KernelBuilds(matrix, repo, build, make_jobs, pristine, timings, art, log)
+
     def build_group(turns: list[tuple[str, list[str]]]) -> None:
         for arch_name, variants in turns:
-            _build_kernels(matrix, arch_name, variants, pristine, repo, build, make_jobs,
-                           timings, art, log)
+            _build_kernels(kb, arch_name, variants)
 
     with ThreadPoolExecutor(max_workers=max(len(groups), 1)) as pool:
         for f in [pool.submit(build_group, turns) for turns in groups.values()]:
@@ -315,18 +335,32 @@ def build_stage(matrix: Matrix, cells: list[Cell], repo: Path, build: Path, make
         for v in variants:
             if matrix.variants[v].image is not None:
                 with _Timer(timings, f"image:{arch_name}-{v}"):
-                    _image_kernel(matrix, arch_name, v, pristine[kbuild.DEFAULT_VERSION],
-                                  build, art, log)
+                    _image_kernel(kb, arch_name, v)
     return art
 
 
-def _image_kernel(matrix: Matrix, arch_name: str, v: str, tree: Path, build: Path,
-                  art: Artifacts, log: Log) -> None:
+@dataclass(frozen=True)
+class KernelBuilds:
+    """What the build stage's kernels share (_build_kernels(), _build_one(),
+    _image_kernel()); they add to timings and art as they go."""
+    matrix: Matrix
+    repo: Path
+    build: Path                 # the build directory
+    make_jobs: int
+    pristine: dict[str, Path]   # per kernel version, Debian's tree of it, unpacked
+    timings: dict[str, float]
+    art: Artifacts              # each kernel built, or why it cannot boot
+    log: Log
+
+
+def _image_kernel(kb: KernelBuilds, arch_name: str, v: str) -> None:
     """A Debian image as it ships: the package fetched (once) and unpacked,
     its vmlinuz, and the arch's initramfs with the package's modules
-    appended.  Nothing is built.  tree: a kernel tree whose
+    appended.  Nothing is built.  The default version's tree's
     scripts/decode_stacktrace.sh decodes its splats with the -dbg vmlinux."""
-    arch, image = ARCHS[arch_name], matrix.variants[v].image
+    build, art, log = kb.build, kb.art, kb.log
+    tree = kb.pristine[kbuild.DEFAULT_VERSION]
+    arch, image = ARCHS[arch_name], kb.matrix.variants[v].image
     assert image is not None
     try:
         root = images.fetch(image, arch, build, say=lambda t: log(f"kernel {arch_name}-{v}: {t}"))
@@ -351,10 +385,9 @@ def _image_kernel(matrix: Matrix, arch_name: str, v: str, tree: Path, build: Pat
         None, initrd, dbg)
 
 
-def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str],
-                   pristine: dict[str, Path],
-                   repo: Path, build: Path, make_jobs: int, timings: dict[str, float],
-                   art: Artifacts, log: Log) -> None:
+def _build_kernels(kb: KernelBuilds, arch_name: str, variants: list[str]) -> None:
+    """The kernels of variants for one arch, in turns of their workspaces."""
+    matrix, build, art, pristine = kb.matrix, kb.build, kb.art, kb.pristine
     arch = ARCHS[arch_name]
     sources: dict[str, tuple[Path, tuple[Path, ...]]] = {}   # variant -> tree, patches
     for v in variants:
@@ -367,7 +400,7 @@ def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str],
             continue
         sources[v] = (variant.tree or pristine[variant.version], patches)
     plan = kbuild.plan(build, arch, sources,
-                       {v: fragments(repo, arch_name, build, matrix.variants[v].flavor,
+                       {v: fragments(kb.repo, arch_name, build, matrix.variants[v].flavor,
                                      matrix.source_of(v).config)
                         for v in sources},
                        {v: matrix.variants[v].version for v in sources},
@@ -376,8 +409,7 @@ def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str],
     for v, k in plan.items():
         if k.out not in built:
             # A tree of one's own is compared with its version's (ktree.overlay).
-            built[k.out] = _build_one(matrix, build, k, make_jobs, timings, art, log,
-                                      pristine[matrix.variants[k.variant].version])
+            built[k.out] = _build_one(kb, k)
         outcome = built[k.out]
         if isinstance(outcome, str):
             art.broken[(arch_name, v)] = outcome
@@ -394,11 +426,12 @@ def _build_kernels(matrix: Matrix, arch_name: str, variants: list[str],
             splats.Symbols(outcome.vmlinux, outcome.tree, outcome.out, arch.cross_compile))
 
 
-def _build_one(matrix: Matrix, build: Path, k: kbuild.Kernel, make_jobs: int,
-               timings: dict[str, float], art: Artifacts, log: Log,
-               pristine: Path) -> kbuild.Kernel | str:
+def _build_one(kb: KernelBuilds, k: kbuild.Kernel) -> kbuild.Kernel | str:
+    """Builds k; the kernel, or why it did not build."""
+    matrix, art, log = kb.matrix, kb.art, kb.log
     name = f"{k.arch.name}-{k.variant}"
     v = matrix.variants[k.variant]
+    pristine = kb.pristine[v.version]
     overlay = None
     if v.tree is not None:
         if tree_id := ktree.identify(v.tree):
@@ -409,10 +442,10 @@ def _build_one(matrix: Matrix, build: Path, k: kbuild.Kernel, make_jobs: int,
     log(f"kernel {name}: building ({len(k.patches)} patch(es)) ...")
     t = time.monotonic()
     try:
-        with _Timer(timings, f"kernel:{name}"):
+        with _Timer(kb.timings, f"kernel:{name}"):
             # Only EXTRA_PATCHES may need fuzz: our own patches apply exactly.
             done, compiled = kbuild.build_kernel(
-                build, k, make_jobs, workspace=in_workspace(v),
+                kb.build, k, kb.make_jobs, workspace=in_workspace(v),
                 lenient=v.patches if v.name == matrix_mod.EXTRA_VARIANT else (),
                 overlay=overlay)
     except HarnessError as e:
@@ -617,31 +650,72 @@ def _choose_accels(art: Artifacts, arches: list[str], build: Path, accel: str,
     return accels
 
 
-def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tuple[Case, ...],
-               run_dir: Path, build: Path, jobs: int, accel: str,
-               expected_s: dict[str, float], timings: dict[str, float], log: Log,
-               done: list[CellResult], accels: dict[str, qemu.AccelChoice],
-               programs: dict[str, tuple[str, ...]] | None = None,
-               profile_hz: int = 0) -> list[CellResult]:
-    """Boots cells, jobs at a time, longest expected first, appending each
-    verdict to done (and writing it to <run_dir>/<cell>/result.json) as
-    soon as it is known.  One cell's trouble, expected (a HarnessError)
-    or not, makes that cell an "error" and the others still run.  accels
-    gets the accelerator chosen per arch."""
+class Slots:
+    """The guest CPUs booted at once (JOBS), which the cells' threads take
+    and give back.  A guest of several vCPUs (the debug flavor) takes as
+    many slots, so that its vCPUs really run at the same time on the
+    host's cores, which is what its races need.  Cells take theirs in the
+    order of their turns: a cell waiting for two slots is not overtaken by
+    the one-slot cells after it, which would keep it waiting to the end.
+    Once stopped (Ctrl-C, an error), no waiting cell gets any."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self._changed = threading.Condition()
+        self._free = jobs
+        self._waiting: list[int] = []     # the turns of the cells waiting
+        self._stopping = False
+
+    @property
+    def waiting(self) -> tuple[int, ...]:
+        """The turns of the cells waiting for their slots."""
+        with self._changed:
+            return tuple(self._waiting)
+
+    def need(self, cpus: int) -> int:
+        """The slots a guest of cpus vCPUs takes: all of them at most."""
+        return min(self.jobs, cpus)
+
+    def take(self, turn: int, need: int) -> bool:
+        """Waits until no earlier turn waits and need slots are free, and
+        takes them; False, having taken none, if the run stopped first."""
+        with self._changed:
+            self._waiting.append(turn)
+            self._changed.wait_for(lambda: self._stopping or (
+                self._free >= need and min(self._waiting) == turn))
+            self._waiting.remove(turn)
+            if not self._stopping:
+                self._free -= need
+            self._changed.notify_all()
+            return not self._stopping
+
+    def give_back(self, need: int) -> None:
+        with self._changed:
+            self._free += need
+            self._changed.notify_all()
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+
+
+def boot_stage(req: RunRequest, art: Artifacts, expected_s: Mapping[str, float],
+               rr: RunResult) -> list[CellResult]:
+    """Boots req's cells from what art holds, req.guest_cpus guest CPUs at a
+    time, longest expected (expected_s) first, appending each verdict to
+    rr.cells (and writing it to <run_dir>/<cell>/result.json) as soon as
+    it is known.  One cell's trouble, expected (a HarnessError) or not,
+    makes that cell an "error" and the others still run.  rr.accels gets
+    the accelerator chosen per arch, rr.timings the time it took."""
+    matrix, cells, build, jobs, log = req.matrix, req.cells, req.build, req.guest_cpus, req.log
+    run_dir, done, accels = rr.run_dir, rr.cells, rr.accels
     accels.update(_choose_accels(art, list(dict.fromkeys(c.arch for c in cells)), build,
-                                 accel, timings, log))
+                                 req.accel, rr.timings, log))
     # Longest first: the last guests to finish are then short ones.
     order = sorted(cells, key=lambda c: (-expected_s.get(c.id, 0.0), c.id))
     lock = threading.Lock()
-    # jobs is the number of guest CPUs at once: a guest of several vCPUs
-    # (the debug flavor) takes as many slots, so that its vCPUs really run
-    # at the same time on the host's cores, which is what its races need.
-    # In order: a cell waiting for two slots is not overtaken by the
-    # one-slot cells after it, which would keep it waiting to the end.
-    slots = threading.Condition()
-    free = [jobs]
-    waiting: list[int] = []
-    stopping = [False]      # Ctrl-C or an error: a waiting cell boots no guest
+    slots = Slots(jobs)
 
     def one(turn: int, cell: Cell) -> CellResult:
         key = (cell.arch, cell.variant)
@@ -649,33 +723,25 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
             why = art.broken.get(key, f"no kernel or initramfs for {cell.arch}-{cell.variant}")
             return results.error_cell(cell, why)
         variant = matrix.variants.get(cell.variant)
-        need = min(jobs, flavors.FLAVORS[variant.flavor].cpus if variant else 1)
-        with slots:
-            waiting.append(turn)
-            slots.wait_for(lambda: stopping[0] or (free[0] >= need and min(waiting) == turn))
-            waiting.remove(turn)
-            if stopping[0]:
-                slots.notify_all()
-                return results.error_cell(cell, "not booted: the run was stopped")
-            free[0] -= need
-            slots.notify_all()
+        need = slots.need(flavors.FLAVORS[variant.flavor].cpus if variant else 1)
+        if not slots.take(turn, need):
+            return results.error_cell(cell, "not booted: the run was stopped")
         try:
             kernel = art.kernels[key]
-            return _boot_cell(matrix, cell, kernel, kernel.initrd or art.initrds[cell.arch],
-                              accels[cell.arch].accel, expected, run_dir, build,
-                              (programs or {}).get(cell.id, ()), profile_hz)
+            return _boot_cell(CellBoot(matrix, cell, kernel,
+                                       kernel.initrd or art.initrds[cell.arch],
+                                       accels[cell.arch].accel, run_dir / cell.id, build,
+                                       req.profile_hz),
+                              req.expected, req.programs.get(cell.id, ()))
         except Exception as e:   # noqa: BLE001 - the cell is an error, the run goes on
             return results.error_cell(cell, f"{type(e).__name__}: {e}")
         except BaseException:
             # KeyboardInterrupt, SystemExit: the run stops, before the
             # slots this cell frees start another.
-            with slots:
-                stopping[0] = True
+            slots.stop()
             raise
         finally:
-            with slots:
-                free[0] += need
-                slots.notify_all()
+            slots.give_back(need)
 
     def finished(result: CellResult) -> None:
         out = run_dir / result.cell.id
@@ -709,15 +775,14 @@ def boot_stage(matrix: Matrix, cells: list[Cell], art: Artifacts, expected: tupl
     finally:
         # On Ctrl-C the guests got the SIGINT too; boot no further cells,
         # not even those waiting for a slot.
-        with slots:
-            stopping[0] = bool(pending)
-            slots.notify_all()
+        if pending:
+            slots.stop()
         pool.shutdown(wait=not pending, cancel_futures=True)
         # What the next run's order (and a manifest's shards) go by: full runs only.
         timing.save_times(build / "cell-times.json",
                           {r.cell.id: r.duration_s for r in done
                            if r.status in (Status.PASS, Status.FAIL)
-                           and r.cell.id not in (programs or {})})
+                           and r.cell.id not in req.programs})
     return done
 
 
@@ -745,19 +810,42 @@ def program_times(cells: list[CellResult]) -> str:
     return timing.summary([(c.cell.id, c.timing) for c in cells if c.timing])
 
 
-def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, accel: str,
-               expected: tuple[Case, ...], run_dir: Path, build: Path,
-               programs: tuple[str, ...] = (), profile_hz: int = 0) -> CellResult:
+@dataclass(frozen=True)
+class CellBoot:
+    """One cell on its kernel: what each of its boots takes (_boot_cell(),
+    _boot_once())."""
+    matrix: Matrix
+    cell: Cell
+    kernel: BuiltKernel
+    initrd: Path
+    accel: str
+    out: Path               # the cell's directory of the run
+    build: Path             # the build directory: its scratch disks
+    profile_hz: int = 0     # see RunRequest
+
+    @property
+    def variant(self) -> matrix_mod.Variant | None:
+        return self.matrix.variants.get(self.cell.variant)
+
+    @property
+    def flavor(self) -> flavors.Flavor:
+        variant = self.variant
+        return flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
+
+
+def _boot_cell(cb: CellBoot, expected: tuple[Case, ...],
+               programs: tuple[str, ...] = ()) -> CellResult:
     """Boots the cell, then again (continuation boots, at most
     results.CONTINUATION_BOOTS) with only the programs that ran after
     lockdep went off or the kernel panicked, until each ran with lockdep
     on: every distinct splat costs one boot.  Boot n keeps console-n.log
-    and qemu-cmdline-n.sh."""
-    out = run_dir / cell.id
+    and qemu-cmdline-n.sh.  programs: the only ones to run (default: all
+    of expected's)."""
+    cell, kernel, accel, out = cb.cell, cb.kernel, cb.accel, cb.out
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(kernel.config, out / "kernel.config")
     (out / "patches.txt").write_text(kernel.patches)
-    variant = matrix.variants.get(cell.variant)
+    variant = cb.variant
 
     def known(name: str) -> str | None:
         return variant.expected_failure(cell, name) if variant else None
@@ -772,18 +860,15 @@ def _boot_cell(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
         # Only their cases are expected.
         expected = tuple(c for c in expected if c.suite in programs)
     every = tuple(dict.fromkeys(c.suite for c in expected))
-    boots = [_boot_once(matrix, cell, kernel, initrd, accel, out, build, every, 1,
-                        select=bool(programs), profile_hz=profile_hz)]
-    flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
+    boots = [_boot_once(cb, every, 1, select=bool(programs))]
     # A Debian image is judged by what its configuration has: no lockdep.
-    coverage = (flavors.SHIPPED if variant and variant.image else flavor).missing_coverage
-    result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
-                                    coverage, expected_skip)
+    coverage = (flavors.SHIPPED if variant and variant.image else cb.flavor).missing_coverage
+    ctx = results.VerdictContext(cell, expected, accel, out, known, known_splat, coverage,
+                                 expected_skip)
+    result = results.evaluate_boots(ctx, boots)
     while result.rerun:
-        boots.append(_boot_once(matrix, cell, kernel, initrd, accel, out, build, result.rerun,
-                                len(boots) + 1, select=True, profile_hz=profile_hz))
-        result = results.evaluate_boots(cell, boots, expected, accel, out, known, known_splat,
-                                        coverage, expected_skip)
+        boots.append(_boot_once(cb, result.rerun, len(boots) + 1, select=True))
+        result = results.evaluate_boots(ctx, boots)
     symbols = kernel.symbols
     if result.splats and symbols is None and kernel.dbg is not None:
         try:
@@ -815,18 +900,17 @@ def kernel_facts(config: Path) -> str:
     return "" if re.search(r"^CONFIG_IMA_WRITE_POLICY=y$", text, re.M) else NO_POLICY_CHECK
 
 
-def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, accel: str,
-               out: Path, build: Path, programs: tuple[str, ...], n: int,
-               select: bool, profile_hz: int = 0) -> results.Boot:
+def _boot_once(cb: CellBoot, programs: tuple[str, ...], n: int,
+               select: bool) -> results.Boot:
     """Boot n of the cell, running programs (all of them unless select);
-    profiled into profile[-n].txt at profile_hz if that is not 0."""
-    disk = build / "scratch" / f"{cell.id}.img"
+    profiled into profile[-n].txt at cb.profile_hz if that is not 0."""
+    matrix, cell, kernel, out, profile_hz = cb.matrix, cb.cell, cb.kernel, cb.out, cb.profile_hz
+    disk = cb.build / "scratch" / f"{cell.id}.img"
     # A UUID derived from the cell id: the same cell gets the same fsuuid=
     # rules run after run, which keeps logs comparable.
     fsuuid = str(uuidlib.UUID(bytes=hashlib.sha256(cell.id.encode()).digest()[:16], version=4))
     qemu.make_scratch_disk(disk, fsuuid)
-    variant = matrix.variants.get(cell.variant)
-    flavor = flavors.FLAVORS[variant.flavor if variant else flavors.PLAIN]
+    variant, flavor = cb.variant, cb.flavor
     cmdline = " ".join(filter(None, (qemu.HARNESS_MARKER, flavor.cmdline(cell.arch),
                                      images.boot_args(cell.hash)
                                      if variant and variant.image else "",
@@ -836,7 +920,7 @@ def _boot_once(matrix: Matrix, cell: Cell, kernel: BuiltKernel, initrd: Path, ac
     if select:
         # The guest's init runs only these, in this order (initramfs/init).
         cmdline += f" {qemu.PROGRAMS_PARAM}={','.join(programs)}"
-    req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, initrd, disk, cmdline, accel,
+    req = qemu.BootRequest(ARCHS[cell.arch], kernel.image, cb.initrd, disk, cmdline, cb.accel,
                            matrix.memory, matrix.timeout * flavor.timeout_factor, flavor.cpus,
                            ready=ktap.began,
                            ready_timeout_s=matrix.boot_timeout * flavor.timeout_factor,

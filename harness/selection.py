@@ -8,7 +8,7 @@ variable.
 add_options() puts them on a command's parser (python3 -m harness run,
 check, build, boot, mutants, bisect, bisect-run, bench), pytest_options()
 on the pytest plugin's (harness/conftest.py), so `python3 -m pytest
-harness/matrix_test.py` takes the same ones.  The Makefile passes none of
+harness/matrix_run.py` takes the same ones.  The Makefile passes none of
 them: its targets run `python3 -m harness --make-vars <command>`, and
 make_argv() turns the Make variables of make's command line (make exports
 them to its recipes) into options.  Each option's metavar is its Make

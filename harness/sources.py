@@ -143,7 +143,9 @@ def version_of_tree(tree: Path) -> str | None:
     return f"{v.group(1)}.{p.group(1)}" if v and p else None
 
 
-def _key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
+    """A kernel version ("6.1", "6.12", "6.1.192") as the tuple that sorts
+    and compares it by number: 6.1 < 6.1.192 < 6.12 < 7.2."""
     return tuple(int(x) for x in version.split("."))
 
 
@@ -151,10 +153,10 @@ def nearest(sources: dict[str, Source], version: str | None) -> Source:
     """The source whose configuration a tree of this version takes: the
     newest at or below it (a 7.3 tree configures like 7.2), else the
     oldest; with no version known, the oldest."""
-    ordered = sorted(sources.values(), key=lambda s: _key(s.version))
+    ordered = sorted(sources.values(), key=lambda s: version_key(s.version))
     if version is None:
         return ordered[0]
-    below = [s for s in ordered if _key(s.version) <= _key(version)]
+    below = [s for s in ordered if version_key(s.version) <= version_key(version)]
     return below[-1] if below else ordered[0]
 
 
@@ -343,17 +345,30 @@ def fetch(source: Source, build: Path, say=print) -> Path:
     return tarball
 
 
-def main(argv: list[str] | None = None) -> int:
-    from . import matrix as matrix_mod
-    ap = argparse.ArgumentParser(
-        prog="python3 -m harness.sources",
-        description="Prints the machine's own source packages (packages), or fetches "
-                    "those of other suites into the build directory (fetch).")
-    ap.add_argument("what", choices=("packages", "fetch"))
+def deps_parser(module: str, description: str,
+                what: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The command line of `python3 -m harness.<module>`, which
+    scripts/deps.sh runs: what to do (one of what), the build directory
+    and the matrix file; the module adds its own options."""
+    ap = argparse.ArgumentParser(prog=f"python3 -m harness.{module}", description=description)
+    ap.add_argument("what", choices=what)
     ap.add_argument("--build-dir", type=Path, default=Path("build"))
     ap.add_argument("--matrix", type=Path,
                     default=Path(__file__).resolve().parent.parent / "matrix.yaml")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def deps_say(text: str) -> None:
+    """A line of make deps's progress."""
+    print(f"deps: {text}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import matrix as matrix_mod
+    args = deps_parser(
+        "sources", "Prints the machine's own source packages (packages), or fetches "
+        "those of other suites into the build directory (fetch).",
+        ("packages", "fetch")).parse_args(argv)
     try:
         sources = matrix_mod.load_sources(args.matrix)
         if args.what == "packages":
@@ -361,8 +376,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         for s in sources.values():
             if s.suite is not None:
-                fetch(s, args.build_dir.resolve(),
-                      say=lambda text: print(f"deps: {text}", flush=True))
+                fetch(s, args.build_dir.resolve(), say=deps_say)
     except HarnessError as e:
         print(f"deps: {e}", file=sys.stderr)
         return 1

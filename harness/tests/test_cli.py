@@ -107,7 +107,7 @@ def test_make_run_with_every_variable_runs_what_the_makefile_ran() -> None:
                PYTEST_ARGS="-x --maxfail 2", K="aarch64 and 'exec_test'", LOG="not run's")
     assert commands.run_argv(_parse("run", env=env)) == [
         sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-rfE",
-        "harness/matrix_test.py", "--archs=x86_64", "--modes=enforce", "--policies=custom",
+        "harness/matrix_run.py", "--archs=x86_64", "--modes=enforce", "--policies=custom",
         "--hashes=sha1", "--setattr=keep", "--variants=stock-7.2", "--tier=covering",
         "-kaarch64 and 'exec_test'", "--kernel-tree=/src/linux",
         "--extra-patches=/p/a.patch /p/b.patch", "--base=patched-7.2", "--jobs=2",
@@ -152,7 +152,7 @@ def test_the_options_of_pytest_and_of_run_are_one_definition() -> None:
 
 def test_pytest_takes_them() -> None:
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "--co", "-p", "no:cacheprovider",
-                        "harness/matrix_test.py", "--archs=x86_64", "--variants=stock-7.2",
+                        "harness/matrix_run.py", "--archs=x86_64", "--variants=stock-7.2",
                         "--tier=covering", "-k", "open_test and enforce"],
                        cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -185,7 +185,7 @@ def test_a_plain_make_run_boots_the_check_tier_and_says_so_first(execs, capsys) 
     assert cli.main(["--make-vars", "run"]) == 0
     assert capsys.readouterr().out == PLAIN_MAKE_RUN + "\n\n"
     assert execs == [[sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE",
-                      "harness/matrix_test.py", "--tier=check"]]
+                      "harness/matrix_run.py", "--tier=check"]]
     assert len(matrix.check_tier(matrix.load(REPO / "matrix.yaml"))) == 60
 
 

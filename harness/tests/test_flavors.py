@@ -171,7 +171,8 @@ def test_every_debug_boot_asks_kasan_for_every_report(tmp_path: Path,
     kernel = runner.BuiltKernel(tmp_path / "kernel", tmp_path / "config", "")
     for variant in ("patched-debug", "patched"):
         cell = Cell(arch, variant, "enforce", "custom", "sha1", "remove")
-        runner._boot_once(m, cell, kernel, tmp_path / "initrd", "tcg", tmp_path, tmp_path,
+        runner._boot_once(runner.CellBoot(m, cell, kernel, tmp_path / "initrd", "tcg",
+                                          tmp_path, tmp_path),
                           ("open_test",), 1, select=False)
     debug, plain = (a.split() for a in asked)
     assert "kasan_multi_shot" in debug and "kasan_multi_shot" not in plain
@@ -211,17 +212,17 @@ def boot_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
         m = load(REPO / "matrix.yaml")
         cells = [Cell("x86_64", v, "enforce", "custom", "sha1", "remove") for v in variants]
         monkeypatch.setattr(runner, "_boot_cell",
-                            lambda matrix, cell, *args, **kwargs: fake_boot(cell))
+                            lambda cb, *args, **kwargs: fake_boot(cb.cell))
         monkeypatch.setattr(runner, "_choose_accels", lambda *a: {
             "x86_64": qemu.AccelChoice("tcg", "fake")})
         art = runner.Artifacts(kernels={("x86_64", c.variant): runner.BuiltKernel(
             tmp_path / "bzImage", tmp_path / "config", "") for c in cells},
             initrds={"x86_64": tmp_path / "initrd"})
-        done: list = []
-        runner.boot_stage(m, cells, art, (), tmp_path, tmp_path, 2, "tcg",
-                          runner.expected_seconds(cells, tmp_path, m), {}, lambda s: None,
-                          done, {})
-        return done
+        rr = runner.RunResult("run", tmp_path, [])
+        runner.boot_stage(runner.RunRequest(m, cells, (), tmp_path, jobs=2, accel="tcg",
+                                            log=lambda s: None),
+                          art, runner.expected_seconds(cells, tmp_path, m), rr)
+        return rr.cells
     return boot
 
 

@@ -3,6 +3,7 @@ makes of them: attribution of splats to cases, lockdep lost without a
 report, a log that cannot be proven whole, continuation boots."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from harness import cases, kernlog, results
@@ -16,6 +17,8 @@ DATA = Path(__file__).parent / "test_data"
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED = (Case("open_test", "f.a"), Case("open_test", "f.b"), Case("fput_test", "g.c"),
             Case("mmap_test", "h.d"))
+# What a cell of EXPECTED is judged against with no known failure, splat or skip.
+JUDGED = results.VerdictContext(CELL, EXPECTED, "tcg")
 
 LOCKDEP = """\
 WARNING: possible circular locking dependency detected
@@ -172,12 +175,12 @@ def test_lockdep_off_before_the_first_program_boots_them_all_again() -> None:
     recs[1:1] = ["BUG: MAX_LOCKDEP_ENTRIES too low!",
                  "turning off the locking correctness validator."]
     first = results.Boot(outcome(console(recs)), ("open_test", "fput_test", "mmap_test"))
-    r = results.evaluate_boots(CELL, [first], EXPECTED, "tcg")
+    r = results.evaluate_boots(JUDGED, [first])
     assert r.rerun == ("open_test", "fput_test", "mmap_test")
     assert [sp.kind for sp in r.splats] == ["lockdep-off"]
     assert r.splats[0].test is None
     again = results.Boot(outcome(console(recs)), first.programs, "console-2.log")
-    r = results.evaluate_boots(CELL, [first, again], EXPECTED, "tcg")
+    r = results.evaluate_boots(JUDGED, [first, again])
     assert r.rerun == () and r.status == Status.FAIL
     assert any(p.startswith("open_test, fput_test, mmap_test ran without lockdep: boot 2 lost "
                             "it again to lockdep-off") for p in r.problems)
@@ -191,7 +194,7 @@ def test_lockdep_lost_at_boot_twice_ends_the_cell_whatever_the_reports() -> None
                             name)
     first = at_boot("BUG: MAX_LOCKDEP_ENTRIES too low!", "console.log")
     again = at_boot("BUG: MAX_LOCKDEP_CHAINS too low!", "console-2.log")
-    r = results.evaluate_boots(CELL, [first, again], EXPECTED, "tcg")
+    r = results.evaluate_boots(JUDGED, [first, again])
     assert r.rerun == () and r.status == Status.FAIL
     assert any("boot 2 lost it at boot too" in p for p in r.problems)
 
@@ -204,8 +207,9 @@ def test_a_known_report_at_boot_still_costs_the_cell_its_lockdep() -> None:
     log = (DATA / "real_x86_64_debug_kasan_at_boot.log").read_text()
     race = tuple(c for c in cases.expected_cases(REPO / "selftests") if c.suite == "race_test")
     sig = "kasan: wild-memory-access in rcu_is_watching"
-    r = results.evaluate_boots(CELL, [results.Boot(outcome(log), ("race_test",))], race, "tcg",
-                               known_splat=lambda s, at_boot: "at boot" if s == sig else None)
+    judging = results.VerdictContext(
+        CELL, race, "tcg", known_splat=lambda s, at_boot: "at boot" if s == sig else None)
+    r = results.evaluate_boots(judging, [results.Boot(outcome(log), ("race_test",))])
     assert [(sp.signature, sp.known, sp.test) for sp in r.splats] == [(sig, "at boot", None)]
     assert r.rerun == ("race_test",)
 
@@ -222,9 +226,10 @@ def test_a_splat_known_at_boot_is_unknown_during_a_test() -> None:
     variant = m.variants[cell.variant]
 
     def judged(console: str) -> results.CellResult:
-        return results.evaluate_boots(
-            cell, [results.Boot(outcome(console), ("race_test",))], race, "tcg",
-            known_splat=lambda s, at_boot: variant.known_splat(cell, s, at_boot))
+        return results.evaluate_boots(results.VerdictContext(
+            cell, race, "tcg",
+            known_splat=lambda s, at_boot: variant.known_splat(cell, s, at_boot)),
+            [results.Boot(outcome(console), ("race_test",))])
 
     at_boot = judged(log)
     assert [sp.known for sp in at_boot.splats] == [variant.known_splats[0].reason]
@@ -250,7 +255,7 @@ def test_continuation_boots_merge_into_one_cell() -> None:
     again = [r for r in run_records("fput_test/g.c", OTHER) if "open_test" not in r]
     later = "\n".join(ktap({"fput_test": ["g.c"], "mmap_test": ["h.d"]}) + dump(again)) + "\n"
     second = results.Boot(outcome(later), ("fput_test", "mmap_test"), "console-2.log")
-    r = results.evaluate_boots(CELL, [first, second], EXPECTED, "tcg")
+    r = results.evaluate_boots(JUDGED, [first, second])
     assert [(sp.test, sp.console) for sp in r.splats] == [("open_test/f.b", "console.log"),
                                                           ("fput_test/g.c", "console-2.log")]
     assert [t.status for t in r.tests] == [Status.PASS, Status.FAIL, Status.FAIL, Status.PASS]
@@ -304,8 +309,8 @@ def test_the_runner_boots_again_for_the_programs_that_ran_without_lockdep(
     for name in ("bzImage", "config", "initrd"):
         (tmp_path / name).write_text(name)
     kernel = BuiltKernel(tmp_path / "bzImage", tmp_path / "config", "variant patched\n")
-    r = runner._boot_cell(m, cell, kernel, tmp_path / "initrd", "tcg", EXPECTED, tmp_path,
-                          tmp_path)
+    r = runner._boot_cell(runner.CellBoot(m, cell, kernel, tmp_path / "initrd", "tcg",
+                                          tmp_path / cell.id, tmp_path), EXPECTED)
     assert asked == [(every, "console.log"), (every[1:], "console-2.log"),
                      (every[2:], "console-3.log")]
     assert [(sp.test, sp.console) for sp in r.splats] == [("open_test/f.b", "console.log"),
@@ -316,8 +321,8 @@ def test_the_runner_boots_again_for_the_programs_that_ran_without_lockdep(
     # With one continuation boot, mmap_test stays uncovered, and says so.
     monkeypatch.setattr(results, "CONTINUATION_BOOTS", 1)
     asked.clear()
-    r = runner._boot_cell(m, cell, kernel, tmp_path / "initrd", "tcg", EXPECTED, tmp_path,
-                          tmp_path)
+    r = runner._boot_cell(runner.CellBoot(m, cell, kernel, tmp_path / "initrd", "tcg",
+                                          tmp_path / cell.id, tmp_path), EXPECTED)
     assert len(asked) == 2 and r.rerun == ()
     assert "mmap_test ran without lockdep in the last of the cell's 2 boots: not covered " \
         "(1 continuation boots at most)" in r.problems
@@ -329,7 +334,7 @@ def test_no_continuation_when_a_boot_loses_lockdep_to_a_report_already_seen() ->
     again = [r for r in run_records("fput_test/g.c") if "open_test" not in r]
     later = "\n".join(ktap({"fput_test": ["g.c"], "mmap_test": ["h.d"]}) + dump(again)) + "\n"
     second = results.Boot(outcome(later), ("fput_test", "mmap_test"), "console-2.log")
-    r = results.evaluate_boots(CELL, [first, second], EXPECTED, "tcg")
+    r = results.evaluate_boots(JUDGED, [first, second])
     assert r.rerun == ()
     assert any(p.startswith("mmap_test ran without lockdep: boot 2 lost it again to "
                             "lockdep-circular: possible circular locking dependency")
@@ -406,9 +411,9 @@ def test_real_continuation_boot_reports_the_splat_after_the_first() -> None:
     assert first.programs[5:7] == ("fput_test", "xattr_test")
     assert second.programs == first.programs[6:]
     expected = _recorded_cases(first)
-    alone = results.evaluate_boots(CELL, [first], expected, "tcg")
+    alone = results.evaluate_boots(results.VerdictContext(CELL, expected, "tcg"), [first])
     assert alone.rerun == first.programs[6:]
-    r = results.evaluate_boots(CELL, [first, second], expected, "tcg")
+    r = results.evaluate_boots(results.VerdictContext(CELL, expected, "tcg"), [first, second])
     assert [(sp.kind, sp.test, sp.console) for sp in r.splats] == [
         ("lockdep-circular", "fput_test/deferred_fput.munmap_last_reference", "console.log"),
         ("lockdep-circular", "lockwalk_test/lockwalk.remap_file_pages_exec", "console-2.log")]
@@ -442,7 +447,7 @@ def _fput_fails_then_passes(known=lambda name: None) -> results.CellResult:  # n
     again = [r for r in run_records() if "open_test" not in r]
     later = "\n".join(ktap({"fput_test": ["g.c"], "mmap_test": ["h.d"]}) + dump(again)) + "\n"
     second = results.Boot(outcome(later), ("fput_test", "mmap_test"), "console-2.log")
-    return results.evaluate_boots(CELL, [first, second], EXPECTED, "tcg", known=known)
+    return results.evaluate_boots(dataclasses.replace(JUDGED, known=known), [first, second])
 
 
 def test_a_failure_by_its_checks_in_an_earlier_boot_stands() -> None:
@@ -475,7 +480,7 @@ def test_a_case_without_a_result_in_an_earlier_boot_takes_the_later_ones() -> No
     again = [r for r in run_records() if "open_test" not in r]
     later = "\n".join(ktap({"fput_test": ["g.c"], "mmap_test": ["h.d"]}) + dump(again)) + "\n"
     second = results.Boot(outcome(later), ("fput_test", "mmap_test"), "console-2.log")
-    alone = results.evaluate_boots(CELL, [first], EXPECTED, "tcg")
+    alone = results.evaluate_boots(JUDGED, [first])
     assert alone.test("fput_test/g.c").reason.startswith(results.NO_RESULT_PREFIX)
-    r = results.evaluate_boots(CELL, [first, second], EXPECTED, "tcg")
+    r = results.evaluate_boots(JUDGED, [first, second])
     assert (r.test("fput_test/g.c").status, r.test("fput_test/g.c").reason) == (Status.PASS, "")

@@ -162,8 +162,10 @@ def test_the_runner_builds_such_a_tree_as_a_turn_and_records_its_commit(
                         kernel_tree=repo)
     art = runner.Artifacts()
     lines: list[str] = []
-    runner._build_kernels(m, "x86_64", ["local"], {kbuild.DEFAULT_VERSION: pristine}, repo,
-                          tmp_path / "build", 1, {}, art, lines.append)
+    runner._build_kernels(runner.KernelBuilds(m, repo, tmp_path / "build", 1,
+                                              {kbuild.DEFAULT_VERSION: pristine}, {}, art,
+                                              lines.append),
+                          "x86_64", ["local"])
     assert calls == [ktree.Overlay(pristine, repo, ("lib/answer.c",))]
     tree = {"path": str(repo), "describe": head[:7], "commit": head}
     assert art.trees == {"local": tree}
@@ -197,7 +199,7 @@ def test_make_run_stops_at_a_kernel_tree_that_is_not_one(tmp_path: Path) -> None
     top = Path(runner.__file__).resolve().parent.parent
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only",
-         "harness/matrix_test.py",
+         "harness/matrix_run.py",
          f"--kernel-tree={tmp_path / 'linx'}", f"--build-dir={tmp_path / 'build'}"],
         cwd=top, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout

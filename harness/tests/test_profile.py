@@ -289,8 +289,9 @@ def test_a_profiled_boot_keeps_its_command_line_runnable_and_its_verdict(
     monkeypatch.setattr(qemu, "make_scratch_disk", lambda path, uuid: None)
     kernel = BuiltKernel(tmp_path / "bzImage", tmp_path / "config", "variant patched\n")
     (tmp_path / cell.id).mkdir()
-    b = runner._boot_once(m, cell, kernel, tmp_path / "initrd", "tcg", tmp_path / cell.id,
-                          tmp_path, ("open_test",), 1, select=False, profile_hz=200)
+    b = runner._boot_once(runner.CellBoot(m, cell, kernel, tmp_path / "initrd", "tcg",
+                                          tmp_path / cell.id, tmp_path, profile_hz=200),
+                          ("open_test",), 1, select=False)
     assert b.outcome.console == "no output\n"
     (sock,) = sockets
     assert len(str(sock)) < 100 and not sock.parent.exists()

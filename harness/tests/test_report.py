@@ -103,7 +103,8 @@ def continued_run(run: Path) -> None:
                                   tuple(s.name for s in ktap.parse(console).suites), file))
     expected = tuple(Case(s.name, c.name)
                      for s in ktap.parse(boots[0].outcome.console).suites for c in s.cases)
-    cell = results.evaluate_boots(CONTINUED, boots, expected, "tcg", out)
+    cell = results.evaluate_boots(results.VerdictContext(CONTINUED, expected, "tcg", out),
+                                  boots)
     results.write_json(run / "results.json", "continued", [cell], {"boot": 120.0})
 
 

@@ -475,7 +475,7 @@ def test_make_run_stops_at_jobs_of_zero(tmp_path: Path) -> None:
     """JOBS=-1 was a traceback from the thread pool after the builds."""
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only",
-         "harness/matrix_test.py", "--jobs=-1", f"--build-dir={tmp_path / 'build'}"],
+         "harness/matrix_run.py", "--jobs=-1", f"--build-dir={tmp_path / 'build'}"],
         cwd=Path(runner.__file__).resolve().parent.parent, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=120)
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout

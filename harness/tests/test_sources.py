@@ -84,6 +84,15 @@ def test_bad_sources_are_one_clear_error(tmp_path: Path, yaml_text: str, message
     assert str(tmp_path / "matrix.yaml") in str(e.value)
 
 
+def test_versions_compare_by_number_not_as_text() -> None:
+    ordered = ["5.15", "6.1", "6.1.192", "6.2", "6.12", "7.2"]
+    assert sorted(reversed(ordered), key=sources.version_key) == ordered
+    assert sources.version_key("6.12") > sources.version_key("6.2")    # as text: smaller
+    assert sources.version_key("6.1.192") < sources.version_key("6.12")
+    assert sources.version_key("7.2") == (7, 2)
+    assert sources.version_key("6.1.0") > sources.version_key("6.1")
+
+
 def test_a_tree_of_one_s_own_is_configured_like_the_nearest_version_below(tmp_path: Path) -> None:
     srcs = matrix.load(REPO / "matrix.yaml").sources
     for version, want in [("7.3", "7.2"), ("7.2", "7.2"), ("6.18", "6.12"), ("6.6", "6.1"),
@@ -211,7 +220,7 @@ def test_a_run_with_nothing_built_is_one_error_and_a_bisect_skip(
     monkeypatch.setattr(runner, "build_stage", build_stage)
     monkeypatch.setattr(runner, "boot_stage", no_boot)
     lines: list[str] = []
-    rr = runner.run(m, list(m.cells), (), REPO, tmp_path, log=lines.append)
+    rr = runner.run(runner.RunRequest(m, list(m.cells), (), tmp_path, log=lines.append))
     errors = [line for line in lines if line.startswith("ERROR:")]
     assert len(errors) == 1 and errors[0].count(reason) == 1
     assert rr.exit_status == runner.EXIT_INFRASTRUCTURE
@@ -248,3 +257,14 @@ def test_an_unreachable_mirror_is_not_a_suite_that_moved_on(tmp_path: Path,
         sources.fetch(S72, tmp_path, say=lambda _: None)
     assert str(e.value).startswith("cannot read Debian sid's package lists from ")
     assert "gone" not in str(e.value)
+
+
+def test_deps_modules_share_their_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    args = sources.deps_parser("sources", "", ("packages", "fetch")).parse_args(
+        ["fetch", "--build-dir=/b"])
+    assert (args.what, args.build_dir, args.matrix) == ("fetch", Path("/b"),
+                                                         REPO / "matrix.yaml")
+    assert sources.main(["packages", f"--matrix={REPO / 'matrix.yaml'}"]) == 0
+    assert "linux-source-6.1" in capsys.readouterr().out.split()
+    sources.deps_say("a line")
+    assert capsys.readouterr().out == "deps: a line\n"

@@ -227,7 +227,7 @@ def test_make_run_says_which_kernels_check_does_not_name(tmp_path: Path) -> None
     path = _with_check(tmp_path, [{"variants": ["stock-6.12"], "archs": ["x86_64"]}])
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
-         "harness/matrix_test.py", "--tier=check", "--archs=aarch64",
+         "harness/matrix_run.py", "--tier=check", "--archs=aarch64",
          "--variants=stock-6.12", f"--matrix={path}"], cwd=REPO, capture_output=True,
         text=True, timeout=120)
     assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr

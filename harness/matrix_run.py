@@ -1,4 +1,7 @@
-"""The matrix as pytest items (see conftest.py for how they are made)."""
+"""The matrix run as pytest items (see conftest.py for how they are made):
+one per cell and case of the selftests, one per cell for its boot.  Not a
+unit test: pytest collects it only when named, as `python3 -m harness run`
+and `check` name it (commands.MATRIX_RUN)."""
 from __future__ import annotations
 
 import pytest
