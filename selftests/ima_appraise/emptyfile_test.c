@@ -155,7 +155,7 @@ FIXTURE_SETUP(new_empty_file)
 	if (self->env.cell.policy == POLICY_CUSTOM) {
 		self->env.skip = true;
 		CELL_SKIP(return, "the %s rules never match mknod's MAY_ACCESS",
-			  policy_names[self->env.cell.policy]);
+				policy_names[self->env.cell.policy]);
 	}
 	ima_env_quiet(_metadata, &self->env);
 }

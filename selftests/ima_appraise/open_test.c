@@ -277,18 +277,21 @@ FIXTURE_SETUP(open_direct)
 		return;
 	if (variant->permitted && env->cell.policy != POLICY_CUSTOM) {
 		env->skip = true;
-		CELL_SKIP(return, "permit_directio needs a rule of its own, and a %s policy cannot be extended",
-			  policy_names[env->cell.policy]);
+		CELL_SKIP(
+			return,
+			      "permit_directio needs a rule of its own, and a %s policy cannot be extended",
+			      policy_names[env->cell.policy]);
 	}
 	memset(content, 'd', sizeof(content));
 	create_file(_metadata, env->path, content, sizeof(content));
-	env->good_len = ima_hash_xattr(&env->cell, content, sizeof(content),
-				       env->good);
+	env->good_len =
+		ima_hash_xattr(&env->cell, content, sizeof(content), env->good);
 	if (variant->permitted) {
 		scratch_fsuuid(_metadata, scratch_dir(), uuid);
-		snprintf(rule, sizeof(rule),
-			 "appraise func=FILE_CHECK fsuuid=%s fowner=%d permit_directio",
-			 uuid, FOWNER_DIRECTIO);
+		snprintf(
+			rule, sizeof(rule),
+			"appraise func=FILE_CHECK fsuuid=%s fowner=%d permit_directio",
+			uuid, FOWNER_DIRECTIO);
 		policy_add_rule(_metadata, rule);
 		/* Owner first: a chown may remove the label (setattr=remove). */
 		ASSERT_EQ(0, chown(env->path, FOWNER_DIRECTIO, 0));
@@ -318,7 +321,8 @@ static void expect_directio_logged(struct __test_metadata *const _metadata,
 	}
 	ASSERT_TRUE(audit_inode(env->path, inode, sizeof(inode)));
 	audit_sync(_metadata, &env->log);
-	EXPECT_TRUE(audit_has(&env->log, inode, "op=collect_data cause=failed(directio) "))
+	EXPECT_TRUE(audit_has(&env->log, inode,
+			      "op=collect_data cause=failed(directio) "))
 	{
 		TH_LOG("%s mode: no collect_data %sfor %s (%s) in:\n%s",
 		       mode_names[env->cell.mode], cause, env->path, inode,
