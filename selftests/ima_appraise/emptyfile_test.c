@@ -8,6 +8,10 @@
  * <scratch>/empty.XXXXXX/
  *     data    root:root, 0 bytes, made as the variant says
  *
+ * <scratch>/mknod.XXXXXX/ (new_empty_file)
+ *     data    root:root 0644, made by mknod(S_IFREG) in the test, then
+ *             written through its first open
+ *
  * Only a new file, created in this boot and not yet closed by its writer,
  * may be opened without security.ima (IMA_NEW_FILE); once its creator
  * closed it, an empty file is a file like any other: with no label,
@@ -125,6 +129,77 @@ TEST_F(empty_file, open)
 			 env->good);
 	expect_audited(_metadata, &env->cell, &env->log, env->path,
 		       variant->state);
+}
+
+/*
+ * A new file: made by mknod(S_IFREG), which leaves it empty and without
+ * security.ima, and opened for writing while its inode is still cached.
+ * ima_post_path_mknod() marked it IMA_NEW_FILE where a rule matches
+ * FILE_CHECK with MAY_ACCESS, so the open passes as the first open of an
+ * O_CREAT-ed file would, and the last writer's close labels it with the
+ * hash of what was written.  The builtin policy's mask-less "appraise
+ * fowner=0" matches (off too, see cell_appraises()); the custom rules
+ * (mask=^MAY_READ, ^MAY_WRITE) do not, so a custom cell never marks the
+ * file new: not for those cells.
+ */
+FIXTURE(new_empty_file)
+{
+	/* env.path is data */
+	struct ima_env env;
+};
+
+FIXTURE_SETUP(new_empty_file)
+{
+	if (ima_env_setup(_metadata, &self->env, variant, "mknod", data_name))
+		return;
+	if (self->env.cell.policy == POLICY_CUSTOM) {
+		self->env.skip = true;
+		CELL_SKIP(return, "the %s rules never match mknod's MAY_ACCESS",
+				policy_names[self->env.cell.policy]);
+	}
+	ima_env_quiet(_metadata, &self->env);
+}
+
+FIXTURE_TEARDOWN(new_empty_file)
+{
+	ima_env_teardown(_metadata, &self->env);
+}
+
+/*
+ * Every mode: the open for write succeeds (enforce included), no record
+ * names the file, and after the close security.ima is the hash of what
+ * was written where the cell appraises, absent where it does not.  Fails
+ * on a kernel whose ima_post_path_mknod() does not mark the file new
+ * (regressions/0074): enforce denies the open as missing-hash, the other
+ * modes that appraise log it.
+ */
+TEST_F(new_empty_file, mknod_cached_open)
+{
+	char content[4096 + 1];
+	int fd;
+
+	if (self->env.skip)
+		return;
+	memset(content, 'm', sizeof(content) - 1);
+	content[sizeof(content) - 1] = '\0';
+	ASSERT_EQ(0, mknod(self->env.path, S_IFREG | 0644, 0))
+	{
+		TH_LOG("mknod %s: %s", self->env.path, strerror(errno));
+	}
+	expect_no_ima(_metadata, self->env.path);
+	fd = open(self->env.path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd)
+	{
+		TH_LOG("%s mode, %s policy: open for write of a file mknod() just made: %s",
+		       mode_names[self->env.cell.mode],
+		       policy_names[self->env.cell.policy], strerror(errno));
+	}
+	pwrite_all(_metadata, fd, content, sizeof(content) - 1, 0);
+	/* Not labelled before the last writer's close. */
+	expect_no_ima(_metadata, self->env.path);
+	ASSERT_EQ(0, close(fd));
+	expect_labelled_after_close(_metadata, &self->env.cell, self->env.path,
+				    content, NULL, 0);
 }
 
 TEST_HARNESS_MAIN

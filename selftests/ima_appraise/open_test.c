@@ -8,6 +8,10 @@
  * <scratch>/open.XXXXXX/
  *     data    root:root 0755, security.ima as the variant says
  *
+ * <scratch>/direct.XXXXXX/ (open_direct)
+ *     data    root:root 0755 (correct_hash) or FOWNER_DIRECTIO:root
+ *             (permitted), 4 KiB, its correct security.ima
+ *
  * Expected, whatever the policy source (builtin, legacy or custom):
  *   enforce: missing/wrong -> EACCES + audit cause=, security.ima untouched
  *   fix:     allowed, security.ima rewritten to the exact correct value
@@ -215,6 +219,159 @@ TEST_F(open_file, trunc)
 		expect_ima_kept(_metadata, self->env.path, variant->state,
 				self->env.good);
 	}
+}
+
+/*
+ * O_DIRECT.  IMA cannot hash a file opened O_DIRECT: ima_calc_file_hash()
+ * refuses it (-EINVAL, the same with or without DAX), and
+ * ima_collect_measurement() audits collect_data with
+ * cause=failed(directio), naming the file by its base name and inode.
+ * process_measurement() then skips the appraisal and keeps the error:
+ * enforce denies the open, whatever the label, and fix and log let it
+ * through; no mode repairs or rewrites a label it could not check.  A
+ * failure is not cached, so a second O_DIRECT open is refused and
+ * logged again, and an open without O_DIRECT appraises the file as
+ * usual: the label is correct, it passes without a record, and its pass
+ * is cached, which a later O_DIRECT open then gets without a hash.
+ *
+ * Only an appraise rule with permit_directio lets the O_DIRECT open
+ * through in enforce (process_measurement() clears the error after the
+ * collect_data record, which is still written: the file was not hashed).
+ * That rule is a custom policy's: permitted is for those cells only.
+ * Where the cell does not appraise, nothing is hashed or logged.
+ *
+ * Broken kernels: every O_DIRECT open let through (regressions/0075,
+ * correct_hash in enforce), permit_directio dropped from the rule
+ * (regressions/0076, permitted in enforce).
+ */
+FIXTURE(open_direct)
+{
+	/* env.path is data, env.good its security.ima */
+	struct ima_env env;
+};
+
+FIXTURE_VARIANT(open_direct)
+{
+	/* owned by FOWNER_DIRECTIO, whose rule says permit_directio */
+	bool permitted;
+};
+
+/* clang-format off */
+FIXTURE_VARIANT_ADD(open_direct, correct_hash)
+{
+	.permitted = false,
+};
+
+FIXTURE_VARIANT_ADD(open_direct, permitted)
+{
+	.permitted = true,
+};
+/* clang-format on */
+
+FIXTURE_SETUP(open_direct)
+{
+	struct ima_env *env = &self->env;
+	char content[4096], rule[256], uuid[37];
+
+	if (ima_env_setup(_metadata, env, variant, "direct", data_name))
+		return;
+	if (variant->permitted && env->cell.policy != POLICY_CUSTOM) {
+		env->skip = true;
+		CELL_SKIP(
+			return,
+			      "permit_directio needs a rule of its own, and a %s policy cannot be extended",
+			      policy_names[env->cell.policy]);
+	}
+	memset(content, 'd', sizeof(content));
+	create_file(_metadata, env->path, content, sizeof(content));
+	env->good_len =
+		ima_hash_xattr(&env->cell, content, sizeof(content), env->good);
+	if (variant->permitted) {
+		scratch_fsuuid(_metadata, scratch_dir(), uuid);
+		snprintf(
+			rule, sizeof(rule),
+			"appraise func=FILE_CHECK fsuuid=%s fowner=%d permit_directio",
+			uuid, FOWNER_DIRECTIO);
+		policy_add_rule(_metadata, rule);
+		/* Owner first: a chown may remove the label (setattr=remove). */
+		ASSERT_EQ(0, chown(env->path, FOWNER_DIRECTIO, 0));
+	}
+	set_ima_state(_metadata, env->path, STATE_CORRECT, env->good);
+}
+
+FIXTURE_TEARDOWN(open_direct)
+{
+	ima_env_teardown(_metadata, &self->env);
+}
+
+/*
+ * Where the cell appraises, a collect_data record with
+ * cause=failed(directio) names the file, by its inode, and no record of
+ * the file says anything else; where it does not, no record names it.
+ */
+static void expect_directio_logged(struct __test_metadata *const _metadata,
+				   struct ima_env *env)
+{
+	static const char cause[] = "cause=failed(directio) ";
+	char inode[96], name[PATH_MAX + 8];
+
+	if (!cell_appraises(&env->cell)) {
+		expect_not_logged(_metadata, &env->log, env->path, NULL);
+		return;
+	}
+	ASSERT_TRUE(audit_inode(env->path, inode, sizeof(inode)));
+	audit_sync(_metadata, &env->log);
+	EXPECT_TRUE(audit_has(&env->log, inode,
+			      "op=collect_data cause=failed(directio) "))
+	{
+		TH_LOG("%s mode: no collect_data %sfor %s (%s) in:\n%s",
+		       mode_names[env->cell.mode], cause, env->path, inode,
+		       env->log.text);
+	}
+	EXPECT_FALSE(audit_has_but(&env->log, inode, cause) ||
+		     audit_has_but(&env->log,
+				   audit_name(env->path, name, sizeof(name)),
+				   cause))
+	{
+		TH_LOG("a record of %s without %sin:\n%s", env->path, cause,
+		       env->log.text);
+	}
+	expect_none_lost(_metadata, &env->log);
+}
+
+TEST_F(open_direct, read)
+{
+	struct ima_env *env = &self->env;
+	bool denied = env->cell.mode == MODE_ENFORCE && !variant->permitted;
+	int i;
+
+	if (env->skip)
+		return;
+	ima_env_watch(_metadata, env);
+	for (i = 1; i <= 2; i++) {
+		ASSERT_EQ(denied ? EACCES : 0,
+			  test_open(env->path, O_RDONLY | O_DIRECT))
+		{
+			TH_LOG("%s mode, %s policy: O_DIRECT open %d of a file IMA cannot hash",
+			       mode_names[env->cell.mode],
+			       policy_names[env->cell.policy], i);
+		}
+	}
+	expect_ima_is(_metadata, env->path, env->good, env->good_len);
+	expect_directio_logged(_metadata, env);
+
+	/* Appraised without O_DIRECT: a pass, cached and unlogged. */
+	ima_env_watch(_metadata, env);
+	ASSERT_EQ(0, test_open(env->path, O_RDONLY))
+	{
+		TH_LOG("the open without O_DIRECT");
+	}
+	ASSERT_EQ(0, test_open(env->path, O_RDONLY | O_DIRECT))
+	{
+		TH_LOG("an O_DIRECT open after a cached pass");
+	}
+	expect_ima_is(_metadata, env->path, env->good, env->good_len);
+	expect_not_logged(_metadata, &env->log, env->path, NULL);
 }
 
 TEST_HARNESS_MAIN

@@ -31,6 +31,7 @@
  * FOWNER_NOXATTR:        noxattr_test's appraise rule for ramfs.
  * FOWNER_DONT, FOWNER_APPRAISE, FOWNER_MEASURE: rules_test's dont_appraise
  *                        (then appraise), appraise and measure rules.
+ * FOWNER_DIRECTIO:       open_test's appraise rule with permit_directio.
  */
 #define FOWNER_NOT_IN_POLICY 1000
 #define FOWNER_IMASIG 4242
@@ -40,6 +41,7 @@
 #define FOWNER_DONT 4251
 #define FOWNER_APPRAISE 4252
 #define FOWNER_MEASURE 4253
+#define FOWNER_DIRECTIO 4254
 
 static inline const char *scratch_dir(void)
 {

@@ -13,6 +13,8 @@
  *     payload.good.sig     security.ima: sha256 signature by ima.der's key
  *     payload.unknown.sig  by a CA-certified key that is never loaded
  *     payload.corrupt.sig  payload.good.sig with one signature byte flipped
+ *                          (its 11th); signed_file's last_byte_flipped
+ *                          flips the last byte of payload.good.sig itself
  *
  * Layout, one per test, on the scratch ext4 filesystem:
  *
@@ -111,13 +113,17 @@ FIXTURE_VARIANT(signed_file)
 	const char *sig;
 	/* the content is the payload with "tampered\n" appended */
 	bool tampered;
+	/* the last byte of the signature is flipped (after reading it) */
+	bool last_byte_flipped;
 	/* the signature verifies against the content with the .ima keys */
 	bool valid;
 };
 
 /*
  * Breaking changes: xattr_verify() treating an EVM_IMA_XATTR_DIGSIG it
- * cannot verify as a pass (corrupt, unknown_key, changed_content), or
+ * cannot verify as a pass (corrupt, last_byte_flipped, unknown_key,
+ * changed_content; last_byte_flipped is wrong only at the end of the
+ * value, where a verification that stops short does not look), or
  * a kernel that ignores v2 signatures' own hash algorithm and hashes
  * with ima_hash= (good_signature fails under the default SHA-1).
  */
@@ -133,6 +139,14 @@ FIXTURE_VARIANT_ADD(signed_file, corrupt_signature)
 {
 	.sig = "payload.corrupt.sig",
 	.tampered = false,
+	.valid = false,
+};
+
+FIXTURE_VARIANT_ADD(signed_file, last_byte_flipped)
+{
+	.sig = "payload.good.sig",
+	.tampered = false,
+	.last_byte_flipped = true,
 	.valid = false,
 };
 
@@ -164,6 +178,8 @@ FIXTURE_SETUP(signed_file)
 	self->sig_len = read_key_file(_metadata, variant->sig, self->sig,
 				      sizeof(self->sig));
 	ASSERT_EQ(EVM_IMA_XATTR_DIGSIG, self->sig[0]);
+	if (variant->last_byte_flipped)
+		self->sig[self->sig_len - 1] ^= 0xff;
 
 	fd = open(self->env.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 		  0644);

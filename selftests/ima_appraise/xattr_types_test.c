@@ -13,7 +13,8 @@
  * here is stored.  The appraisal (xattr_verify()) then must not pass:
  *   a type that is no IMA label (0x00, EVM's 0x02 HMAC and 0x05 portable
  *   signature)                          INTEGRITY_UNKNOWN, unknown-ima-data
- *   a digest shorter than its algorithm's, or none      invalid-hash
+ *   a digest shorter than its algorithm's, or none (type_only: the
+ *   single byte 04)                                     invalid-hash
  *   the correct digest with its last byte flipped       invalid-hash
  *   a v2 signature with no signature data               invalid-signature
  *   an fs-verity signature (0x06) of the wrong version
@@ -93,6 +94,13 @@ FIXTURE_VARIANT(ima_value)
 static const uint8_t digsig_v2_empty[] = {
 	EVM_IMA_XATTR_DIGSIG, 2, 4, 0xde, 0xad, 0xbe, 0xef, 0, 0
 };
+/*
+ * The type byte of a digest with its algorithm (04 <algo> <digest>) and
+ * nothing else: xattr_verify() skips the algorithm byte, so a bounds test
+ * that subtracts from the value's length wraps around here and compares
+ * the digest past the end of the 1-byte value (only KASAN sees that).
+ */
+static const uint8_t ng_type_only[] = { IMA_XATTR_DIGEST_NG };
 static const uint8_t verity_v2[] = {
 	IMA_VERITY_DIGSIG, 2, 4, 0xde, 0xad, 0xbe, 0xef, 0, 4, 1, 2, 3, 4
 };
@@ -152,8 +160,9 @@ FIXTURE_VARIANT_ADD(ima_value, digest_extended)
 
 FIXTURE_VARIANT_ADD(ima_value, type_only)
 {
-	.kind = VALUE_CUT,
-	.len = 1,
+	.kind = VALUE_RAW,
+	.raw = ng_type_only,
+	.len = sizeof(ng_type_only),
 	.cause = "invalid-hash",
 };
 
