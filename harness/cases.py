@@ -16,7 +16,7 @@ from .errors import ConfigError
 
 _PROGS = re.compile(r"^TEST_GEN_PROGS\s*[:+]?=\s*(.*)$", re.M)
 _VARIANT = re.compile(r"^\s*FIXTURE_VARIANT_ADD\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.M)
-_TEST_F = re.compile(r"^\s*TEST_F(?:_SIGNAL|_TIMEOUT)?\(\s*(\w+)\s*,\s*(\w+)", re.M)
+_TEST_F = re.compile(r"^\s*TEST_F(?:_SIGNAL|_TIMEOUT|_ENV)?\(\s*(\w+)\s*,\s*(\w+)", re.M)
 _TEST = re.compile(r"^\s*TEST(?:_SIGNAL)?\(\s*(\w+)", re.M)
 _FIXTURE = re.compile(r"^\s*FIXTURE\(\s*(\w+)\s*\)", re.M)
 

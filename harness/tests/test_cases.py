@@ -19,12 +19,14 @@ FIXTURE_VARIANT_ADD(layout, missing) {};
 FIXTURE_VARIANT_ADD(layout, wrong) {};
 TEST_F(layout, read) {}
 TEST_F_TIMEOUT(layout, exec, 10) {}
+TEST_F_ENV(layout, write) {}
 FIXTURE(bare) {};
 TEST_F(bare, only) {}
 """)
     assert [c.name for c in cases.cases_of(src)] == [
         "global.plain", "layout.missing.read", "layout.missing.exec",
-        "layout.wrong.read", "layout.wrong.exec", "bare.only"]
+        "layout.missing.write", "layout.wrong.read", "layout.wrong.exec",
+        "layout.wrong.write", "bare.only"]
     assert cases.cases_of(src)[1].id == "demo_test/layout.missing.read"
 
 

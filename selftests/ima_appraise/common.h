@@ -216,6 +216,28 @@ struct ima_env {
 };
 
 /*
+ * TEST_F() of a fixture that embeds struct ima_env env: the body runs
+ * only if the fixture's setup did not skip (env.skip).  In 6.1's harness
+ * a SKIP() in the setup does not stop the test body, so every body
+ * would otherwise start with the same check.
+ */
+#define TEST_F_ENV(fixture_name, test_name)                                  \
+	static void env_##fixture_name##_##test_name(                        \
+		struct __test_metadata *const _metadata,                     \
+		FIXTURE_DATA(fixture_name) *self,                            \
+		const FIXTURE_VARIANT(fixture_name) *variant);               \
+	TEST_F(fixture_name, test_name)                                      \
+	{                                                                    \
+		if (!self->env.skip)                                         \
+			env_##fixture_name##_##test_name(_metadata, self,    \
+							 variant);           \
+	}                                                                    \
+	static void env_##fixture_name##_##test_name(                        \
+		struct __test_metadata *const _metadata,                     \
+		FIXTURE_DATA(fixture_name) *self,                            \
+		const FIXTURE_VARIANT(fixture_name) *variant)
+
+/*
  * Fixture setup: env->skip and the cell (setup_cell()), env->dir, and
  * env->path = dir/name; the fixture makes the file itself.  variant is
  * the fixture setup's own (its name goes into the case's markers).

@@ -111,12 +111,10 @@ FIXTURE_TEARDOWN(empty_file)
  * Fails on a kernel that exempts every empty file (not only new ones)
  * from needing a label, and on one that cannot hash an empty file.
  */
-TEST_F(empty_file, open)
+TEST_F_ENV(empty_file, open)
 {
 	struct ima_env *env = &self->env;
 
-	if (env->skip)
-		return;
 	ima_env_watch(_metadata, env);
 	ASSERT_EQ(expected_errno(&env->cell, variant->state),
 		  test_open(env->path, O_RDONLY))
@@ -173,13 +171,11 @@ FIXTURE_TEARDOWN(new_empty_file)
  * (regressions/0074): enforce denies the open as missing-hash, the other
  * modes that appraise log it.
  */
-TEST_F(new_empty_file, mknod_cached_open)
+TEST_F_ENV(new_empty_file, mknod_cached_open)
 {
 	char content[4096 + 1];
 	int fd;
 
-	if (self->env.skip)
-		return;
 	memset(content, 'm', sizeof(content) - 1);
 	content[sizeof(content) - 1] = '\0';
 	ASSERT_EQ(0, mknod(self->env.path, S_IFREG | 0644, 0))

@@ -225,12 +225,10 @@ FIXTURE_TEARDOWN(exec_file)
 	ima_env_teardown(_metadata, &self->env);
 }
 
-TEST_F(exec_file, execve)
+TEST_F_ENV(exec_file, execve)
 {
 	int ret;
 
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	ret = test_execve(_metadata, self->env.path);
 	ASSERT_EQ(expected_errno(&self->env.cell, variant->state), ret)
@@ -246,11 +244,11 @@ TEST_F(exec_file, execve)
 		       self->env.path, variant->state);
 }
 
-TEST_F(exec_file, execve_check)
+TEST_F_ENV(exec_file, execve_check)
 {
 	int ret;
 
-	if (self->env.skip || NO_EXECVE_CHECK())
+	if (NO_EXECVE_CHECK())
 		return;
 	ima_env_watch(_metadata, &self->env);
 	ret = test_execve_check(_metadata, self->env.path);
@@ -349,7 +347,7 @@ FIXTURE_TEARDOWN(exec_script)
  * even opened.  A bad interpreter is refused when binfmt_script hands it
  * to the next round of exec_binprm().  Both are repaired in fix mode.
  */
-TEST_F(exec_script, execve)
+TEST_F_ENV(exec_script, execve)
 {
 	const char *script = self->env.path;
 	enum ima_state bad = variant->script != STATE_CORRECT ?
@@ -357,8 +355,6 @@ TEST_F(exec_script, execve)
 				     variant->interp;
 	int ret;
 
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	ret = test_execve(_metadata, script);
 	ASSERT_EQ(expected_errno(&self->env.cell, bad), ret)
@@ -384,12 +380,12 @@ TEST_F(exec_script, execve)
  * appraised, repaired or logged: a bad interpreter does not change the
  * answer.
  */
-TEST_F(exec_script, execve_check)
+TEST_F_ENV(exec_script, execve_check)
 {
 	const char *script = self->env.path;
 	int ret;
 
-	if (self->env.skip || NO_EXECVE_CHECK())
+	if (NO_EXECVE_CHECK())
 		return;
 	ima_env_watch(_metadata, &self->env);
 	ret = test_execve_check(_metadata, script);

@@ -122,12 +122,10 @@ static void assert_new_label(struct __test_metadata *const _metadata,
  * skips it for files released by munmap; with lockdep, on a kernel that
  * runs that final fput synchronously under mmap_lock (teardown).
  */
-TEST_F(deferred_fput, munmap_last_reference)
+TEST_F_ENV(deferred_fput, munmap_last_reference)
 {
 	char *map;
 
-	if (self->env.skip)
-		return;
 	map = map_data(_metadata, self);
 	memcpy(map, NEW_CONTENTS, strlen(NEW_CONTENTS));
 	ASSERT_EQ(0, munmap(map, strlen(OLD_CONTENTS)));
@@ -140,10 +138,8 @@ TEST_F(deferred_fput, munmap_last_reference)
  * before the parent can reap the child.  Fails on a kernel that leaves
  * the fput of an exiting task to a workqueue, or loses it.
  */
-TEST_F(deferred_fput, exit_without_munmap)
+TEST_F_ENV(deferred_fput, exit_without_munmap)
 {
-	if (self->env.skip)
-		return;
 	child_writes_mapping_and_exits(_metadata, self->env.path, NEW_CONTENTS,
 				       strlen(NEW_CONTENTS));
 	assert_new_label(_metadata, self, NEW_CONTENTS);
@@ -215,17 +211,15 @@ static void check_child_last(struct __test_metadata *const _metadata,
  * the last (the parent's munmap would label MID_CONTENTS), or that never
  * does it for the child's exit.
  */
-TEST_F(deferred_fput, child_exits_last)
+TEST_F_ENV(deferred_fput, child_exits_last)
 {
-	if (!self->env.skip)
-		check_child_last(_metadata, self, false);
+	check_child_last(_metadata, self, false);
 }
 
 /* As child_exits_last, the child's munmap() releasing the file. */
-TEST_F(deferred_fput, child_unmaps_last)
+TEST_F_ENV(deferred_fput, child_unmaps_last)
 {
-	if (!self->env.skip)
-		check_child_last(_metadata, self, true);
+	check_child_last(_metadata, self, true);
 }
 
 TEST_HARNESS_MAIN

@@ -74,12 +74,10 @@ static int open_data(FIXTURE_DATA(last_writer) * self, int flags)
  * before.  Fails on a kernel whose ima_file_free() no longer calls
  * ima_check_last_writer(), or that updates on every write.
  */
-TEST_F(last_writer, rewrite)
+TEST_F_ENV(last_writer, rewrite)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open_data(self, O_WRONLY);
 	ASSERT_LE(0, fd);
 	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
@@ -98,12 +96,10 @@ TEST_F(last_writer, rewrite)
  * value would be the hash of the intermediate content) or that updates
  * only at the first close.
  */
-TEST_F(last_writer, two_writers)
+TEST_F_ENV(last_writer, two_writers)
 {
 	int fd1, fd2;
 
-	if (self->env.skip)
-		return;
 	fd1 = open_data(self, O_WRONLY);
 	ASSERT_LE(0, fd1);
 	fd2 = open_data(self, O_WRONLY);
@@ -123,12 +119,10 @@ TEST_F(last_writer, two_writers)
 }
 
 /* O_APPEND: the hash of old + appended contents. */
-TEST_F(last_writer, append)
+TEST_F_ENV(last_writer, append)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open_data(self, O_WRONLY | O_APPEND);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(strlen(MORE_CONTENTS),
@@ -140,12 +134,10 @@ TEST_F(last_writer, append)
 }
 
 /* O_TRUNC, then new contents: the hash of the new contents only. */
-TEST_F(last_writer, o_trunc)
+TEST_F_ENV(last_writer, o_trunc)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open_data(self, O_WRONLY | O_TRUNC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(strlen(NEW_CONTENTS),
@@ -161,12 +153,10 @@ TEST_F(last_writer, o_trunc)
  * i_version, so the close writes the hash of the empty file.  Fails on a
  * kernel that updates only files written through the descriptor.
  */
-TEST_F(last_writer, o_trunc_no_write)
+TEST_F_ENV(last_writer, o_trunc_no_write)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open_data(self, O_WRONLY | O_TRUNC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, close(fd));
@@ -214,7 +204,7 @@ TEST_F(last_writer, o_trunc_no_write)
  * computes the flags afresh in __fput(), and regressions/0056 undoes
  * that.  6.12 keeps f_iocb_flags outside the union.
  */
-TEST_F(last_writer, closed_with_another)
+TEST_F_ENV(last_writer, closed_with_another)
 {
 	char content[sizeof(NEW_CONTENTS) + 16];
 	char seen_hex[3 * IMA_XATTR_MAX + 64], want_hex[3 * IMA_XATTR_MAX + 64];
@@ -225,8 +215,6 @@ TEST_F(last_writer, closed_with_another)
 	ssize_t seen_len;
 	size_t want_len;
 
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &nofile));
 	if (nofile.rlim_cur <= PAIR_FD + 1) {
 		nofile.rlim_cur = PAIR_FD + 2;
@@ -306,14 +294,12 @@ TEST_F(last_writer, closed_with_another)
  * whatever the file's appraisal status (a log-mode system would label
  * tampered files as good).
  */
-TEST_F(last_writer, wrong_label_not_blessed)
+TEST_F_ENV(last_writer, wrong_label_not_blessed)
 {
 	uint8_t wrong[IMA_XATTR_MAX];
 	size_t len = ima_wrong_xattr(self->env.good, wrong);
 	int fd, err;
 
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, setxattr(self->env.path, XATTR_IMA, wrong, len, 0));
 	ima_env_watch(_metadata, &self->env);
 	fd = open_data(self, O_WRONLY);
@@ -346,12 +332,10 @@ TEST_F(last_writer, wrong_label_not_blessed)
  * A root file chowned out of the policy, then written: nobody labels it.
  * Fails on a kernel that updates files IMA did not appraise.
  */
-TEST_F(last_writer, not_in_policy)
+TEST_F_ENV(last_writer, not_in_policy)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, chown(self->env.path, FOWNER_NOT_IN_POLICY,
 			   FOWNER_NOT_IN_POLICY));
 	if (removexattr(self->env.path, XATTR_IMA))
@@ -370,12 +354,10 @@ TEST_F(last_writer, not_in_policy)
  * the IMA_NEW_FILE test from ima_check_last_writer(): the file would stay
  * unlabelled, and unreadable in enforce.
  */
-TEST_F(last_writer, new_file_no_write)
+TEST_F_ENV(last_writer, new_file_no_write)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open(self->new_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 		  0644);
 	ASSERT_LE(0, fd);
@@ -397,13 +379,11 @@ TEST_F(last_writer, new_file_no_write)
  * ima_post_create_tmpfile() no longer sets IMA_UPDATE_XATTR, and under a
  * custom one on a kernel that labels files outside the policy.
  */
-TEST_F(last_writer, tmpfile_linked)
+TEST_F_ENV(last_writer, tmpfile_linked)
 {
 	char proc[64];
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open(self->env.dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
 	ASSERT_LE(0, fd)
 	{
@@ -484,24 +464,21 @@ static void check_new_file(struct __test_metadata *const _metadata,
 }
 
 /* Fails on a kernel that loses IMA_NEW_FILE at the first appraisal. */
-TEST_F(last_writer, new_file_reopen)
+TEST_F_ENV(last_writer, new_file_reopen)
 {
-	if (!self->env.skip)
-		check_new_file(_metadata, self, CHANGE_NONE);
+	check_new_file(_metadata, self, CHANGE_NONE);
 }
 
 /* Fails on stock 6.1.192 (see check_new_file()). */
-TEST_F(last_writer, new_file_fchmod_reopen)
+TEST_F_ENV(last_writer, new_file_fchmod_reopen)
 {
-	if (!self->env.skip)
-		check_new_file(_metadata, self, CHANGE_FCHMOD);
+	check_new_file(_metadata, self, CHANGE_FCHMOD);
 }
 
 /* Fails on stock 6.1.192 (see check_new_file()). */
-TEST_F(last_writer, new_file_fchown_reopen)
+TEST_F_ENV(last_writer, new_file_fchown_reopen)
 {
-	if (!self->env.skip)
-		check_new_file(_metadata, self, CHANGE_FCHOWN);
+	check_new_file(_metadata, self, CHANGE_FCHOWN);
 }
 
 TEST_HARNESS_MAIN

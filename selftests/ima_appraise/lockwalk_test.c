@@ -200,13 +200,11 @@ static char *map_shared(struct __test_metadata *const _metadata,
  * i_rwsem), ext4's write under i_rwsem, and the last writer's update at
  * __fput() (iint->mutex -> i_rwsem -> xattr).
  */
-TEST_F(lockwalk, read_write_close)
+TEST_F_ENV(lockwalk, read_write_close)
 {
 	char *buf;
 	int fd;
 
-	if (self->env.skip)
-		return;
 	buf = malloc(self->page);
 	ASSERT_NE(NULL, buf);
 	fd = open_file(_metadata, self->env.path, O_RDWR);
@@ -221,12 +219,10 @@ TEST_F(lockwalk, read_write_close)
 }
 
 /* O_TRUNC: handle_truncate() -> do_truncate() after ima_file_check(). */
-TEST_F(lockwalk, open_truncate)
+TEST_F_ENV(lockwalk, open_truncate)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open_file(_metadata, self->env.path, O_WRONLY | O_TRUNC);
 	ASSERT_LE(0, fd);
 	pwrite_all(_metadata, fd, self->new, self->page, 0);
@@ -235,13 +231,11 @@ TEST_F(lockwalk, open_truncate)
 }
 
 /* ftruncate(2) on a writer: setattr under i_rwsem, then the last writer. */
-TEST_F(lockwalk, ftruncate)
+TEST_F_ENV(lockwalk, ftruncate)
 {
 	char *half;
 	int fd;
 
-	if (self->env.skip)
-		return;
 	half = strndup(self->old, self->page / 2);
 	ASSERT_NE(NULL, half);
 	fd = open_file(_metadata, self->env.path, O_RDWR);
@@ -257,14 +251,12 @@ TEST_F(lockwalk, ftruncate)
  * open appraises the shortened data against the old label (the file was
  * not appraised since its label was set, so no cached verdict applies).
  */
-TEST_F(lockwalk, truncate_path)
+TEST_F_ENV(lockwalk, truncate_path)
 {
 	uint8_t now[IMA_XATTR_MAX];
 	size_t now_len;
 	char *half;
 
-	if (self->env.skip)
-		return;
 	half = strndup(self->old, self->page / 2);
 	ASSERT_NE(NULL, half);
 	now_len = ima_hash_xattr(&self->env.cell, half, strlen(half), now);
@@ -289,10 +281,8 @@ TEST_F(lockwalk, truncate_path)
  * label stays (also with ima_appraise_setattr=remove) and it still
  * passes.
  */
-TEST_F(lockwalk, chmod_chown_utimes)
+TEST_F_ENV(lockwalk, chmod_chown_utimes)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, chmod(self->env.path, 0700));
 	ASSERT_EQ(0, chown(self->env.path, 0, 0));
 	ASSERT_EQ(0, utimes(self->env.path, NULL));
@@ -306,12 +296,10 @@ TEST_F(lockwalk, chmod_chown_utimes)
  * i_rwsem, ima_inode_setxattr() resets the appraisal cached by the first
  * open; the next open appraises the new value (wrong, then missing).
  */
-TEST_F(lockwalk, setxattr_removexattr)
+TEST_F_ENV(lockwalk, setxattr_removexattr)
 {
 	struct ima_env *env = &self->env;
 
-	if (env->skip)
-		return;
 	ASSERT_EQ(0, test_open(env->path, O_RDONLY));
 	expect_not_logged(_metadata, &env->log, env->path, NULL);
 	ima_env_watch(_metadata, env);
@@ -340,7 +328,7 @@ TEST_F(lockwalk, setxattr_removexattr)
  * directory's and file's i_rwsem), then the last writer through the
  * overlay labels the upper copy.
  */
-TEST_F(lockwalk, overlay_copy_up)
+TEST_F_ENV(lockwalk, overlay_copy_up)
 {
 	char lower[DIR_MAX + 8], upper[DIR_MAX + 8], work[DIR_MAX + 8];
 	char merged[DIR_MAX + 8], opts[4 * DIR_MAX + 128];
@@ -349,8 +337,6 @@ TEST_F(lockwalk, overlay_copy_up)
 	struct statfs sfs;
 	int fd;
 
-	if (self->env.skip)
-		return;
 	if (self->env.cell.policy == POLICY_CUSTOM)
 		policy_add_rule(_metadata, OVERLAY_RULE);
 	snprintf(lower, sizeof(lower), "%s/lower", self->env.dir);
@@ -411,14 +397,12 @@ TEST_F(lockwalk, overlay_copy_up)
  * lock).  The target is out of policy: IMA cannot hash a file opened
  * with O_DIRECT (ima_calc_file_hash(): -EINVAL).
  */
-TEST_F(lockwalk, odirect_write_from_fresh_mapping)
+TEST_F_ENV(lockwalk, odirect_write_from_fresh_mapping)
 {
 	char target[PATH_MAX];
 	char *map;
 	int fd;
 
-	if (self->env.skip)
-		return;
 	snprintf(target, sizeof(target), "%s/%s", self->env.dir, target_name);
 	fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	ASSERT_LE(0, fd);
@@ -444,13 +428,11 @@ TEST_F(lockwalk, odirect_write_from_fresh_mapping)
  * An executable mapping: MMAP_CHECK appraisal in security_mmap_file(),
  * before vm_mmap_pgoff() takes mmap_lock; munmap() of a read-only one.
  */
-TEST_F(lockwalk, mmap_exec)
+TEST_F_ENV(lockwalk, mmap_exec)
 {
 	char *map;
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open_file(_metadata, self->env.path, O_RDONLY);
 	ASSERT_LE(0, fd);
 	map = mmap(NULL, self->page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
@@ -471,14 +453,12 @@ TEST_F(lockwalk, mmap_exec)
  * mmap_lock), so where the cell appraises it refuses with EPERM and
  * audits cause=failed-mprotect; elsewhere it allows.
  */
-TEST_F(lockwalk, mprotect_exec)
+TEST_F_ENV(lockwalk, mprotect_exec)
 {
 	int want = cell_appraises(&self->env.cell) ? EPERM : 0;
 	char *map;
 	int fd;
 
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	fd = open_file(_metadata, self->env.path, O_RDONLY);
 	ASSERT_LE(0, fd);
@@ -508,7 +488,7 @@ TEST_F(lockwalk, mprotect_exec)
  * for any exec mapping of a file mapped writable.  Nothing is written,
  * so the label stays.
  */
-TEST_F(lockwalk, remap_file_pages_exec)
+TEST_F_ENV(lockwalk, remap_file_pages_exec)
 {
 	bool mmap_rule = self->env.cell.policy == POLICY_CUSTOM &&
 			 cell_appraises(&self->env.cell);
@@ -517,8 +497,6 @@ TEST_F(lockwalk, remap_file_pages_exec)
 	char *map;
 	int fd;
 
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	fd = open_file(_metadata, self->env.path, O_RDWR);
 	ASSERT_LE(0, fd);
@@ -546,12 +524,10 @@ TEST_F(lockwalk, remap_file_pages_exec)
  * under mmap_lock, the final fput runs as task work after, and labels the
  * data written through the mapping.
  */
-TEST_F(lockwalk, munmap_last_reference)
+TEST_F_ENV(lockwalk, munmap_last_reference)
 {
 	char *map;
 
-	if (self->env.skip)
-		return;
 	map = map_shared(_metadata, self, PROT_READ | PROT_WRITE, O_RDWR);
 	memcpy(map, self->new, self->page);
 	expect_unchanged(_metadata, self);
@@ -564,12 +540,10 @@ TEST_F(lockwalk, munmap_last_reference)
  * taken, the old vma's dropped under mmap_lock); releasing the moved one
  * is the last writer.
  */
-TEST_F(lockwalk, mremap_then_munmap)
+TEST_F_ENV(lockwalk, mremap_then_munmap)
 {
 	char *map, *moved, *hole;
 
-	if (self->env.skip)
-		return;
 	/* A free address to move to: reserve it, then let mremap take it. */
 	hole = mmap(NULL, self->page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
 		    -1, 0);
@@ -592,10 +566,8 @@ TEST_F(lockwalk, mremap_then_munmap)
  * exit_mmap() drops the last reference, exit_task_work() labels the file
  * before the parent can reap the child.
  */
-TEST_F(lockwalk, exit_with_mapping)
+TEST_F_ENV(lockwalk, exit_with_mapping)
 {
-	if (self->env.skip)
-		return;
 	child_writes_mapping_and_exits(_metadata, self->env.path, self->new,
 				       self->page);
 	expect_relabelled(_metadata, self, self->new);
@@ -606,14 +578,12 @@ TEST_F(lockwalk, exit_with_mapping)
  * reference per copy); the parent's munmap() is not the last release,
  * the child's exit is.
  */
-TEST_F(lockwalk, fork_with_mapping)
+TEST_F_ENV(lockwalk, fork_with_mapping)
 {
 	int go[2], status;
 	char *map, c = 0;
 	pid_t pid;
 
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
 	map = map_shared(_metadata, self, PROT_READ | PROT_WRITE, O_RDWR);
 	pid = fork();

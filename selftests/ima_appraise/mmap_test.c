@@ -98,10 +98,8 @@ FIXTURE_TEARDOWN(mmap_file)
 	ima_env_teardown(_metadata, &self->env);
 }
 
-TEST_F(mmap_file, prot_exec)
+TEST_F_ENV(mmap_file, prot_exec)
 {
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	ASSERT_EQ(expected_errno(&self->env.cell, variant->state),
 		  test_mmap_exec(self->fd, self->len));
@@ -116,13 +114,11 @@ TEST_F(mmap_file, prot_exec)
  * adds PROT_EXEC, and 6.1.192's security_mmap_file() hands IMA that
  * adjusted protection, so the mapping is appraised as PROT_EXEC.
  */
-TEST_F(mmap_file, read_implies_exec)
+TEST_F_ENV(mmap_file, read_implies_exec)
 {
 	int ret;
 	void *p;
 
-	if (self->env.skip)
-		return;
 	/* Each test runs in a child of its own: nothing to restore. */
 	ASSERT_LE(0, personality(personality(0xffffffff) | READ_IMPLIES_EXEC));
 	ima_env_watch(_metadata, &self->env);
@@ -150,13 +146,11 @@ TEST_F(mmap_file, read_implies_exec)
  * and never appraises, so fix mode repairs nothing here.  Only off under
  * a custom policy lets the mapping become executable.
  */
-TEST_F(mmap_file, mprotect_exec)
+TEST_F_ENV(mmap_file, mprotect_exec)
 {
 	int ret, want = cell_appraises(&self->env.cell) ? EPERM : 0;
 	void *p;
 
-	if (self->env.skip)
-		return;
 	p = mmap(NULL, self->len, PROT_READ, MAP_PRIVATE, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, p)
 	{
@@ -184,12 +178,10 @@ TEST_F(mmap_file, mprotect_exec)
  * allowed whatever the label, fix mode repairs nothing and nothing is
  * logged.  Fails on a kernel that appraises every mapping.
  */
-TEST_F(mmap_file, prot_read)
+TEST_F_ENV(mmap_file, prot_read)
 {
 	void *p;
 
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	p = mmap(NULL, self->len, PROT_READ, MAP_PRIVATE, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, p)
@@ -240,15 +232,13 @@ FIXTURE_TEARDOWN(mmap_writers)
  * the mapping is allowed silently in every mode.  Once the writable
  * mapping is gone the exec mapping is allowed everywhere.
  */
-TEST_F(mmap_writers, exec_while_mapped_writable)
+TEST_F_ENV(mmap_writers, exec_while_mapped_writable)
 {
 	bool checked = self->env.cell.policy == POLICY_CUSTOM &&
 		       self->env.cell.mode != MODE_OFF;
 	int rw, ro, ret, want;
 	void *w;
 
-	if (self->env.skip)
-		return;
 	rw = open(self->env.path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, rw)
 	{

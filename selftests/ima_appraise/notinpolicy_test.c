@@ -144,10 +144,8 @@ static void expect_label_kept(struct __test_metadata *const _metadata,
 	}
 }
 
-TEST_F(not_in_policy, read)
+TEST_F_ENV(not_in_policy, read)
 {
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 	expect_label_kept(_metadata, self, variant);
@@ -160,12 +158,10 @@ TEST_F(not_in_policy, read)
  * ima_appraise_setattr=remove any setattr of a file outside the policy
  * removes its security.ima (the 2012 semantics; setattr_test's business).
  */
-TEST_F(not_in_policy, write)
+TEST_F_ENV(not_in_policy, write)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	fd = open(self->env.path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd)
@@ -179,12 +175,10 @@ TEST_F(not_in_policy, write)
 	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
 }
 
-TEST_F(not_in_policy, execve)
+TEST_F_ENV(not_in_policy, execve)
 {
 	int ret;
 
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	ret = test_execve(_metadata, self->env.path);
 	ASSERT_EQ(0, ret)
@@ -197,12 +191,10 @@ TEST_F(not_in_policy, execve)
 	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
 }
 
-TEST_F(not_in_policy, mmap_exec)
+TEST_F_ENV(not_in_policy, mmap_exec)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ima_env_watch(_metadata, &self->env);
@@ -213,13 +205,11 @@ TEST_F(not_in_policy, mmap_exec)
 }
 
 /* ima_file_mprotect() only refuses files an MMAP_CHECK rule covers. */
-TEST_F(not_in_policy, mprotect_exec)
+TEST_F_ENV(not_in_policy, mprotect_exec)
 {
 	int fd;
 	void *p;
 
-	if (self->env.skip)
-		return;
 	fd = open(self->env.path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	p = mmap(NULL, self->len, PROT_READ, MAP_PRIVATE, fd, 0);

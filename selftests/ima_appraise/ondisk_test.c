@@ -169,14 +169,12 @@ static void change_underneath(struct __test_metadata *const _metadata,
  * change underneath would go unseen) and, unchanged, on one that hashes
  * wrongly.
  */
-TEST_F(on_disk, open)
+TEST_F_ENV(on_disk, open)
 {
 	struct ima_env *env = &self->env;
 	char changed[sizeof(CONTENTS)];
 	uint8_t now[IMA_XATTR_MAX];
 
-	if (env->skip)
-		return;
 	if (!variant->changed)
 		ima_env_quiet(_metadata, env);
 	ASSERT_EQ(0, test_open(env->path, O_RDONLY));

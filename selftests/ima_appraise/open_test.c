@@ -142,12 +142,10 @@ static void check_open(struct __test_metadata *const _metadata,
  * kernel: a failure cached like a pass, answered by
  * ima_get_cache_status() without a record (regressions/0058).
  */
-TEST_F(open_file, read)
+TEST_F_ENV(open_file, read)
 {
 	enum ima_state now;
 
-	if (self->env.skip)
-		return;
 	check_open(_metadata, self, variant, O_RDONLY);
 	now = self->env.cell.mode == MODE_FIX ? STATE_CORRECT : variant->state;
 	ima_env_watch(_metadata, &self->env);
@@ -163,16 +161,14 @@ TEST_F(open_file, read)
 }
 
 /* Opening for write is appraised too: a bad file cannot be rewritten. */
-TEST_F(open_file, write)
+TEST_F_ENV(open_file, write)
 {
-	if (!self->env.skip)
-		check_open(_metadata, self, variant, O_WRONLY);
+	check_open(_metadata, self, variant, O_WRONLY);
 }
 
-TEST_F(open_file, read_write)
+TEST_F_ENV(open_file, read_write)
 {
-	if (!self->env.skip)
-		check_open(_metadata, self, variant, O_RDWR);
+	check_open(_metadata, self, variant, O_RDWR);
 }
 
 /*
@@ -187,7 +183,7 @@ TEST_F(open_file, read_write)
  * a failed appraisal leaves the old label, and with IMA off (custom
  * policy) nothing at all is updated, so even a correct label goes stale.
  */
-TEST_F(open_file, trunc)
+TEST_F_ENV(open_file, trunc)
 {
 	bool denied = expected_errno(&self->env.cell, variant->state);
 	bool passed = variant->state == STATE_CORRECT ||
@@ -196,8 +192,6 @@ TEST_F(open_file, trunc)
 	size_t empty_len, len;
 	struct stat st;
 
-	if (self->env.skip)
-		return;
 	ima_env_watch(_metadata, &self->env);
 	ASSERT_EQ(denied ? EACCES : 0,
 		  test_open(self->env.path, O_WRONLY | O_TRUNC));
@@ -339,14 +333,12 @@ static void expect_directio_logged(struct __test_metadata *const _metadata,
 	expect_none_lost(_metadata, &env->log);
 }
 
-TEST_F(open_direct, read)
+TEST_F_ENV(open_direct, read)
 {
 	struct ima_env *env = &self->env;
 	bool denied = env->cell.mode == MODE_ENFORCE && !variant->permitted;
 	int i;
 
-	if (env->skip)
-		return;
 	ima_env_watch(_metadata, env);
 	for (i = 1; i <= 2; i++) {
 		ASSERT_EQ(denied ? EACCES : 0,

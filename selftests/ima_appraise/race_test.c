@@ -1239,8 +1239,6 @@ static unsigned int race_writers(struct __test_metadata *const _metadata,
 	if (rounds)
 		*rounds = 0;
 	self->raced = 0;
-	if (self->env.skip)
-		return 0;
 	ima_env_quiet(_metadata, &self->env);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (race_next(_metadata, &start, &r.round,
@@ -1267,7 +1265,7 @@ static unsigned int race_writers(struct __test_metadata *const _metadata,
  * Fails on a kernel whose last writer does not label the file (0013), and
  * on the SMP debug flavor wherever closers can both miss being the last.
  */
-TEST_F(race, writers_close_together)
+TEST_F_ENV(race, writers_close_together)
 {
 	static const enum racer_kind kinds[] = {
 		WRITE_CLOSE,	WRITE_CLOSE, MAP_WRITE_MUNMAP,
@@ -1288,7 +1286,7 @@ TEST_F(race, writers_close_together)
  * closers can both miss being the last writer, and kernel-patches/0006
  * must still label the file.
  */
-TEST_F(race, writers_close_at_once)
+TEST_F_ENV(race, writers_close_at_once)
 {
 	static const enum racer_kind kinds[AT_ONCE_WRITERS] = {
 		WRITTEN_CLOSE, WRITTEN_CLOSE,
@@ -1301,7 +1299,7 @@ TEST_F(race, writers_close_at_once)
 	/* Writer i writes page i; the others keep their content. */
 	race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds),
 		     AT_ONCE_WRITERS, &rounds);
-	if (self->env.skip || !self->need_race)
+	if (!self->need_race)
 		return;
 	ASSERT_LT(0, self->raced)
 	{
@@ -1346,7 +1344,7 @@ TEST_F(race, writers_close_at_once)
  * count, although between them they are.  After both, security.ima must
  * be the hash of what the truncating writer wrote.
  */
-TEST_F(race, writers_close_after_truncate)
+TEST_F_ENV(race, writers_close_after_truncate)
 {
 	static const enum racer_kind kinds[] = {
 		HOLD_CLOSE,
@@ -1357,8 +1355,6 @@ TEST_F(race, writers_close_after_truncate)
 	struct race_round r = { .self = self };
 	struct timespec start;
 
-	if (self->env.skip)
-		return;
 	ima_env_quiet(_metadata, &self->env);
 	free(self->content);
 	self->size = TRUNC_PAGES * self->page;
@@ -1385,7 +1381,7 @@ TEST_F(race, writers_close_after_truncate)
 }
 
 /* Fails on a kernel whose last writer does not label the file (0013). */
-TEST_F(race, evicted_while_reopened)
+TEST_F_ENV(race, evicted_while_reopened)
 {
 	static const enum racer_kind kinds[] = {
 		REWRITE_SYNC_CLOSE,
@@ -1420,7 +1416,7 @@ TEST_F(race, evicted_while_reopened)
  * Fails on a kernel whose last writer's work is skipped in a kernel
  * thread (0054) or never done (0013).
  */
-TEST_F(race, final_fput_from_kthread)
+TEST_F_ENV(race, final_fput_from_kthread)
 {
 	static const enum racer_kind kinds[] = {
 		MAP_WRITE_AIO_FSYNC,
@@ -1429,8 +1425,6 @@ TEST_F(race, final_fput_from_kthread)
 	};
 	unsigned int rounds, kthread_last;
 
-	if (self->env.skip)
-		return;
 	kthread_last = race_writers(_metadata, self, kinds, ARRAY_SIZE(kinds),
 				    RACE_PAGES, &rounds);
 	TH_LOG("the kworker dropped the last reference in %u of %u rounds",
@@ -1503,10 +1497,8 @@ static void assert_relabelled_passes(struct __test_metadata *const _metadata,
  * re-appraisals the racers cause; one that logs a pass as a failure
  * (0032) should fail it too, but that was not seen yet.
  */
-TEST_F(race, label_kept_during_access)
+TEST_F_ENV(race, label_kept_during_access)
 {
-	if (self->env.skip)
-		return;
 	ima_env_quiet(_metadata, &self->env);
 	race_access(_metadata, self, false);
 }
@@ -1518,10 +1510,8 @@ TEST_F(race, label_kept_during_access)
  * cleared the cached verdict and a racer appraised the file while it had
  * no label: a chance, not a proof (xattr_test is what catches 0015).
  */
-TEST_F(race, label_removed_during_access)
+TEST_F_ENV(race, label_removed_during_access)
 {
-	if (self->env.skip)
-		return;
 	race_access(_metadata, self, true);
 	assert_relabelled_passes(_metadata, self);
 }
@@ -1557,7 +1547,7 @@ TEST_F(race, label_removed_during_access)
  * cached verdict alone (0015) fails it in enforce, every time, on one
  * CPU as on two.
  */
-TEST_F(race, label_set_during_appraisal)
+TEST_F_ENV(race, label_set_during_appraisal)
 {
 	static const enum racer_kind kinds[] = {
 		RELABEL_CHECK,
@@ -1574,8 +1564,6 @@ TEST_F(race, label_set_during_appraisal)
 	unsigned int raced = 0;
 	struct timespec start;
 
-	if (self->env.skip)
-		return;
 	/* Denials and repairs during the race are logged. */
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (race_next(_metadata, &start, &r.round, smp && !raced)) {

@@ -146,13 +146,11 @@ static bool measured(struct __test_metadata *const _metadata,
  * appraises as usual.  measure: fails on a kernel that does not measure
  * (no entry), or appraises what a measure rule covers.
  */
-TEST_F(rules, open)
+TEST_F_ENV(rules, open)
 {
 	struct ima_env *env = &self->env;
 	bool appraised = variant->owner == FOWNER_APPRAISE;
 
-	if (env->skip)
-		return;
 	ima_env_watch(_metadata, env);
 	ASSERT_EQ(appraised ? expected_errno(&env->cell, STATE_WRONG) : 0,
 		  test_open(env->path, O_RDONLY))

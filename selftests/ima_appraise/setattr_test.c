@@ -78,10 +78,8 @@ static bool chown_out_removes(const struct cell *cell)
  * removes security.ima while the file stays in policy (builtin cells) or
  * without being asked to (6.1 semantics: kept).
  */
-TEST_F(setattr, chown_out_of_policy)
+TEST_F_ENV(setattr, chown_out_of_policy)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, chown(self->env.path, FOWNER_NOT_IN_POLICY, -1));
 	if (chown_out_removes(&self->env.cell))
 		expect_no_ima(_metadata, self->env.path);
@@ -97,20 +95,16 @@ TEST_F(setattr, chown_out_of_policy)
  * any metadata change (e.g. an inverted in-policy test in the setattr
  * patch).
  */
-TEST_F(setattr, chown_group_keeps)
+TEST_F_ENV(setattr, chown_group_keeps)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, chown(self->env.path, -1, FOWNER_NOT_IN_POLICY));
 	expect_ima_is(_metadata, self->env.path, self->env.good,
 		      self->env.good_len);
 	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 }
 
-TEST_F(setattr, chmod_keeps)
+TEST_F_ENV(setattr, chmod_keeps)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, chmod(self->env.path, 0700));
 	expect_ima_is(_metadata, self->env.path, self->env.good,
 		      self->env.good_len);
@@ -127,12 +121,10 @@ TEST_F(setattr, chmod_keeps)
  * (custom cells get the new hash), and on stock with
  * ima_appraise_setattr=remove.
  */
-TEST_F(setattr, chown_out_with_open_writer)
+TEST_F_ENV(setattr, chown_out_with_open_writer)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open(self->env.path, O_WRONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	pwrite_all(_metadata, fd, NEW_CONTENTS, strlen(NEW_CONTENTS), 0);
@@ -165,12 +157,10 @@ TEST_F(setattr, chown_out_with_open_writer)
  * IMA_CHANGE_ATTR (the stale cached pass is served, nothing is logged).
  * Custom cells only: the builtin policy cannot be extended.
  */
-TEST_F(setattr, chown_reappraises)
+TEST_F_ENV(setattr, chown_reappraises)
 {
 	char rule[256], uuid[37];
 
-	if (self->env.skip)
-		return;
 	if (self->env.cell.policy != POLICY_CUSTOM)
 		CELL_SKIP(
 			return,
@@ -207,13 +197,11 @@ TEST_F(setattr, chown_reappraises)
  * on a kernel whose post_setattr clears IMA_UPDATE_XATTR for files that
  * stay in policy.
  */
-TEST_F(setattr, ftruncate_relabels)
+TEST_F_ENV(setattr, ftruncate_relabels)
 {
 	char truncated[TRUNC_LEN + 1];
 	int fd;
 
-	if (self->env.skip)
-		return;
 	memcpy(truncated, OLD_CONTENTS, TRUNC_LEN);
 	truncated[TRUNC_LEN] = '\0';
 	fd = open(self->env.path, O_WRONLY | O_CLOEXEC);

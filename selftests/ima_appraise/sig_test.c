@@ -208,10 +208,8 @@ FIXTURE_TEARDOWN(signed_file)
  * excludes EVM_IMA_XATTR_DIGSIG (ima_appraise_measurement()), a kernel
  * without that exclusion replaces it with a hash here.
  */
-TEST_F(signed_file, read)
+TEST_F_ENV(signed_file, read)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(expected_errno(&self->env.cell, sig_state(variant->valid)),
 		  test_open(self->env.path, O_RDONLY));
 	expect_sig_is(_metadata, self->env.path, self->sig, self->sig_len);
@@ -228,12 +226,10 @@ TEST_F(signed_file, read)
  * instead of being relabelled with a hash.  Breaking changes: dropping
  * either check.
  */
-TEST_F(signed_file, write)
+TEST_F_ENV(signed_file, write)
 {
 	int fd;
 
-	if (self->env.skip)
-		return;
 	fd = open(self->env.path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (self->env.cell.mode == MODE_ENFORCE) {
 		ASSERT_EQ(-1, fd);
@@ -336,10 +332,8 @@ FIXTURE_TEARDOWN(signed_exec)
 	ima_env_teardown(_metadata, &self->env);
 }
 
-TEST_F(signed_exec, execve)
+TEST_F_ENV(signed_exec, execve)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(expected_errno(&self->env.cell, sig_state(variant->valid)),
 		  test_execve(_metadata, self->env.path));
 	expect_sig_is(_metadata, self->env.path, self->sig, self->sig_len);
@@ -471,10 +465,8 @@ FIXTURE_TEARDOWN(imasig_rule)
  * anything but a signature), so the file carries a hash it will never
  * pass with in enforce.  log: allowed, unchanged.  off: not appraised.
  */
-TEST_F(imasig_rule, read)
+TEST_F_ENV(imasig_rule, read)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(expected_errno(&self->env.cell, sig_state(variant->valid)),
 		  test_open(self->env.path, O_RDONLY));
 	if (self->env.cell.mode == MODE_FIX && !variant->valid)
@@ -545,7 +537,7 @@ FIXTURE_TEARDOWN(imasig_new_file)
 	ima_env_teardown(_metadata, &self->env);
 }
 
-TEST_F(imasig_new_file, mmap_exec)
+TEST_F_ENV(imasig_new_file, mmap_exec)
 {
 	static const char data[] = "written by its owner, signed by nobody\n";
 	bool denied = variant->data && self->env.cell.mode == MODE_ENFORCE;
@@ -554,8 +546,6 @@ TEST_F(imasig_new_file, mmap_exec)
 	void *map;
 	int fd;
 
-	if (self->env.skip)
-		return;
 	setfsuid(FOWNER_IMASIG);
 	fd = open(self->env.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
 	setfsuid(0);

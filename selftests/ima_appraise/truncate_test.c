@@ -108,12 +108,10 @@ FIXTURE_TEARDOWN(truncate)
  * of its old contents (6.1 without kernel-patches/0004): enforce allows,
  * fix does not relabel, nothing is logged.
  */
-TEST_F(truncate, path)
+TEST_F_ENV(truncate, path)
 {
 	struct ima_env *env = &self->env;
 
-	if (env->skip)
-		return;
 	ASSERT_EQ(0, truncate(env->path, variant->new_len));
 	expect_ima_is(_metadata, env->path, env->good, env->good_len);
 
@@ -139,13 +137,11 @@ TEST_F(truncate, path)
  * Fails on a kernel whose last writer does not relabel after ftruncate(2)
  * (the next open would find the old label), or that hashes wrongly.
  */
-TEST_F(truncate, fd)
+TEST_F_ENV(truncate, fd)
 {
 	struct ima_env *env = &self->env;
 	int fd;
 
-	if (env->skip)
-		return;
 	ima_env_quiet(_metadata, env);
 	fd = open(env->path, O_WRONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd)

@@ -130,20 +130,16 @@ static int set_ima(const char *path, const void *value, size_t len)
  * user namespace (CONFIG_USER_NS, which the kernels under test lack)
  * would tell IMA's own check apart.  Fails on a kernel that drops both.
  */
-TEST_F(ima_xattr, set_without_cap_sys_admin)
+TEST_F_ENV(ima_xattr, set_without_cap_sys_admin)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(EPERM, change_without_cap(_metadata, self->env.path,
 					    self->wrong, self->env.good_len));
 	expect_ima_is(_metadata, self->env.path, self->env.good,
 		      self->env.good_len);
 }
 
-TEST_F(ima_xattr, remove_without_cap_sys_admin)
+TEST_F_ENV(ima_xattr, remove_without_cap_sys_admin)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(EPERM,
 		  change_without_cap(_metadata, self->env.path, NULL, 0));
 	expect_ima_is(_metadata, self->env.path, self->env.good,
@@ -151,22 +147,18 @@ TEST_F(ima_xattr, remove_without_cap_sys_admin)
 }
 
 /* Fails on a kernel without the !xattr_value_len test. */
-TEST_F(ima_xattr, set_empty_value)
+TEST_F_ENV(ima_xattr, set_empty_value)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(EINVAL, set_ima(self->env.path, "", 0));
 	expect_ima_is(_metadata, self->env.path, self->env.good,
 		      self->env.good_len);
 }
 
 /* Type IMA_XATTR_LAST itself: fails on an off-by-one (> instead of >=). */
-TEST_F(ima_xattr, set_type_last)
+TEST_F_ENV(ima_xattr, set_type_last)
 {
 	uint8_t value[IMA_XATTR_MAX];
 
-	if (self->env.skip)
-		return;
 	memcpy(value, self->env.good, self->env.good_len);
 	value[0] = IMA_XATTR_LAST;
 	ASSERT_EQ(EINVAL, set_ima(self->env.path, value, self->env.good_len));
@@ -175,12 +167,10 @@ TEST_F(ima_xattr, set_type_last)
 }
 
 /* Fails on a kernel that does not check the type at all. */
-TEST_F(ima_xattr, set_type_unknown)
+TEST_F_ENV(ima_xattr, set_type_unknown)
 {
 	uint8_t value[IMA_XATTR_MAX];
 
-	if (self->env.skip)
-		return;
 	memcpy(value, self->env.good, self->env.good_len);
 	value[0] = 0x7f;
 	ASSERT_EQ(EINVAL, set_ima(self->env.path, value, self->env.good_len));
@@ -194,12 +184,10 @@ TEST_F(ima_xattr, set_type_unknown)
  * kernel that drops validate_hash_algo() (the file would carry a label
  * no appraisal can ever verify).
  */
-TEST_F(ima_xattr, set_unavailable_algo)
+TEST_F_ENV(ima_xattr, set_unavailable_algo)
 {
 	uint8_t value[2 + 32];
 
-	if (self->env.skip)
-		return;
 	value[0] = IMA_XATTR_DIGEST_NG;
 	value[1] = HASH_ALGO_WP_256;
 	memset(value + 2, 0x5a, sizeof(value) - 2);
@@ -241,10 +229,8 @@ static void check_reappraised(struct __test_metadata *const _metadata,
  * the cache (IMA_CHANGE_XATTR): enforce would allow, fix would not
  * repair, log would not log.
  */
-TEST_F(ima_xattr, set_wrong_reappraises)
+TEST_F_ENV(ima_xattr, set_wrong_reappraises)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 	/* passed, not repaired: a repair would be cached as a pass */
 	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
@@ -254,10 +240,8 @@ TEST_F(ima_xattr, set_wrong_reappraises)
 }
 
 /* Passed and cached, then security.ima removed: the same. */
-TEST_F(ima_xattr, remove_reappraises)
+TEST_F_ENV(ima_xattr, remove_reappraises)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, test_open(self->env.path, O_RDONLY));
 	/* passed, not repaired: a repair would be cached as a pass */
 	expect_not_logged(_metadata, &self->env.log, self->env.path, NULL);
@@ -271,10 +255,8 @@ TEST_F(ima_xattr, remove_reappraises)
  * correctly: allowed, the value kept.  Fails on a kernel that caches a
  * failed appraisal across a security.ima change.
  */
-TEST_F(ima_xattr, set_correct_allows)
+TEST_F_ENV(ima_xattr, set_correct_allows)
 {
-	if (self->env.skip)
-		return;
 	ASSERT_EQ(0, set_ima(self->env.path, self->wrong, self->env.good_len));
 	ima_env_watch(_metadata, &self->env);
 	ASSERT_EQ(expected_errno(&self->env.cell, STATE_WRONG),
