@@ -26,9 +26,9 @@
  * its xattr calls and its readers' opens the same way
  * (calls_overlapped()).  Each test says in how many rounds, and a test
  * whose point is the race fails a run in which none did
- * (writers_close_after_truncate always, writers_close_at_once and
- * label_set_during_appraisal with several CPUs), since a pass then
- * proves nothing of the race.
+ * (writers_close_after_truncate always, writers_close_at_once with
+ * several CPUs), since a pass then proves nothing of the race.
+ * label_set_during_appraisal's count is information only (see there).
  * Contents and labels are the tests' own (ima_hash_xattr()), and each
  * round's are known in advance; a failure names the round, the racer
  * and what was seen and expected.
@@ -826,7 +826,7 @@ static void racer_churn(const struct race_round *r, struct racer_result *res,
 	snprintf(path, sizeof(path), "%s/churn", r->self->env.dir);
 	errno = 0;
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (!CHECK(r, res, fd >= 0 && buf, "open churn for writing")) {
+	if (!CHECK(r, res, fd >= 0 && buf, "churn: open for writing")) {
 		free(buf);
 		return;
 	}
@@ -835,11 +835,11 @@ static void racer_churn(const struct race_round *r, struct racer_result *res,
 	       ms_since(start) < RACE_MEET_MS) {
 		buf[0]++;
 		if (!CHECK(r, res, pwrite(fd, buf, len, 0) == (ssize_t)len,
-			   "write churn") ||
-		    !CHECK(r, res, !fsync(fd), "fsync churn"))
+			   "churn: write") ||
+		    !CHECK(r, res, !fsync(fd), "churn: fsync"))
 			break;
 	}
-	CHECK(r, res, !close(fd), "close churn");
+	CHECK(r, res, !close(fd), "churn: close");
 	free(buf);
 }
 
@@ -847,8 +847,12 @@ static void racer_churn(const struct race_round *r, struct racer_result *res,
  * RELABEL_CHECK takes the label away and sets it again RELABEL_LOOPS
  * times, opening data after each; READ_UNTIL_LABELLED reads it over and
  * over meanwhile, so that appraisals run while the xattr calls do, and
- * gives up after RACE_MEET_MS.
+ * JOURNAL_CHURN keeps the journal committing (racer_churn()); both give
+ * up after RACE_MEET_MS.  The xattr calls and the readers' opens are
+ * timed (next_call_span()).
  */
+_Static_assert(2 * RELABEL_LOOPS <= CALL_SPANS,
+	       "every xattr call of RELABEL_CHECK is timed");
 static void racer_relabel(const struct race_round *r, enum racer_kind kind,
 			  unsigned int i, struct racer_result *res)
 {
@@ -1538,9 +1542,12 @@ TEST_F_ENV(race, label_removed_during_access)
  * ext4_xattr_set()'s journal handle, started after the mark, may wait
  * for a commit: the window then lasts as long as that wait, and no
  * delay in the kernel is needed to hit it (doc/measurements.md has how
- * often).  A round raced when a reader's open() overlapped an xattr call
- * (calls_overlapped()); with several CPUs a run in which none did
- * fails.  It is a racy known failure of the stock kernels, and
+ * often).  Each run logs in how many rounds a reader's open() overlapped
+ * an xattr call (calls_overlapped()), but that cannot prove the window
+ * was reached: the readers loop from the gate on, so an open is nearly
+ * always in flight, often asleep on the inode lock, which is the safe
+ * path.  What shows the case can see the race is its known-bad kernel's
+ * catch rate (7.2's 0055, without a delay).  It is a racy known failure of the stock kernels, and
  * kernel-patches/0007 reads security.ima under i_rwsem, which the xattr
  * calls hold from the mark to the write (7.2/0007: the iint is marked
  * again once the value is written).  A kernel whose xattr calls leave a
@@ -1560,13 +1567,12 @@ TEST_F_ENV(race, label_set_during_appraisal)
 		.eacces_allowed = self->env.cell.mode == MODE_ENFORCE,
 	};
 	const char *why = "the correct label, the only one anybody sets";
-	bool smp = sysconf(_SC_NPROCESSORS_ONLN) > 1;
 	unsigned int raced = 0;
 	struct timespec start;
 
 	/* Denials and repairs during the race are logged. */
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (race_next(_metadata, &start, &r.round, smp && !raced)) {
+	while (race_next(_metadata, &start, &r.round, false)) {
 		race_round(_metadata, &r, kinds, ARRAY_SIZE(kinds));
 		raced += calls_overlapped(self->shared, kinds,
 					  ARRAY_SIZE(kinds));
@@ -1575,14 +1581,6 @@ TEST_F_ENV(race, label_set_during_appraisal)
 	TH_LOG("an open overlapped an xattr call in %u of %u rounds", raced,
 	       r.round);
 	assert_relabelled_passes(_metadata, self);
-	/* With one CPU a racer runs only at its sleep points. */
-	if (!smp)
-		return;
-	ASSERT_LT(0, raced)
-	{
-		TH_LOG("in no round of %u did a reader's open() meet an xattr call: nothing raced",
-		       r.round);
-	}
 }
 
 TEST_HARNESS_MAIN
