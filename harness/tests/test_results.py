@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import kernlog, merge, results
+from harness import flavors, kernlog, merge, results
+from harness.cases import Case
 from harness.tests.recorded import RECORDED_CASES
-from harness.matrix import Cell, RacyReason
+from harness.matrix import Cell, RacyReason, load
 from harness.qemu import BootOutcome
 
 REPO = Path(__file__).resolve().parents[2]
@@ -534,3 +535,41 @@ def test_an_abort_without_a_failed_check_is_a_crash() -> None:
     r = results.evaluate(CELL, outcome(console), EXPECTED, "tcg", known=_known_exec_missing)
     assert r.test("exec_test/exec_file.missing_hash.execve").status == "xfail"
     assert r.status == "pass"
+
+
+# A real console of Debian's own linux-image-7.2.13+deb14-amd64 (7.2.13-1),
+# booted as it ships with its modules' cpio: no lockdep, no .ima keyring,
+# no IMA_READ_POLICY or IMA_WRITE_POLICY.  Its 181 cases were the suite's
+# then, read from the console itself.
+DEBIAN_72 = "real_x86_64_debian_7.2_enforce_builtin.log"
+
+
+def _console_cases(console: str) -> tuple[Case, ...]:
+    found = re.findall(r"ima_selftest: begin (\w+)/(\S+)", console)
+    return tuple(Case(suite, name) for suite, name in dict.fromkeys(found))
+
+
+def test_debians_own_72_is_judged_by_the_matrix() -> None:
+    """The debian-7.2 variant's known failures and skips (matrix.yaml)
+    judge Debian's shipped kernel: the cell passes, every failure it
+    expects is a known one and failed by the check that entry names,
+    and every skip is one the matrix expects (the kernel's missing
+    lockdep, keyring and policy files, and the boot policy's own)."""
+    console = real(DEBIAN_72)
+    expected = _console_cases(console)
+    assert len(expected) == 181
+    variant = load(REPO / "matrix.yaml").variants["debian-7.2"]
+    cell = Cell("x86_64", "debian-7.2", "enforce", "builtin")
+    r = results.evaluate(
+        cell, outcome(console), expected, "tcg",
+        known=lambda name: variant.expected_failure(cell, name),
+        known_splat=lambda sig, at_boot: variant.known_splat(cell, sig, at_boot),
+        missing_coverage=flavors.SHIPPED.missing_coverage,
+        expected_skip=lambda name: variant.expected_skip(cell, name))
+    assert (r.status, r.reason, r.splats) == ("pass", "", ())
+    assert r.counts() == {"pass": 132, "fail": 0, "skip": 31, "xfail": 18, "xpass": 0}
+    # Without its known failures the same console fails the cell.
+    bare = results.evaluate(cell, outcome(console), expected, "tcg",
+                            missing_coverage=flavors.SHIPPED.missing_coverage,
+                            expected_skip=lambda name: variant.expected_skip(cell, name))
+    assert bare.status == "fail" and bare.counts()["fail"] == 18
